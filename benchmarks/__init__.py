@@ -1,0 +1,1 @@
+"""Benchmarks of DESIGN §7 (scripts; never timed tests)."""

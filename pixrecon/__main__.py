@@ -1,0 +1,3 @@
+from pixrecon.cli import main
+
+main()

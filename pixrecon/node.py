@@ -1,0 +1,39 @@
+"""One node: the receiver app plus, in single-node mode, the workers in the same process."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from sqlalchemy import Engine
+from starlette.applications import Starlette
+
+from receiver.app import create_app
+from reconcile.settings import Settings
+from worker.runtime import InProcessWorker, WorkerRuntime, build_runtime
+
+
+class Node:
+    def __init__(self, settings: Settings, engine: Engine) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.runtime: WorkerRuntime = build_runtime(settings, engine)
+        self.app: Starlette = create_app(settings, engine, self.runtime.dispatcher.dispatch)
+        self._workers = (
+            InProcessWorker(self.runtime, settings.worker_threads)
+            if self.runtime.in_process
+            else None
+        )
+
+    def __enter__(self) -> Node:
+        if self._workers is not None:
+            self._workers.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._workers is not None:
+            self._workers.stop()

@@ -1,0 +1,38 @@
+"""The shared secret header set when the webhook is registered with the provider."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Sequence
+
+from starlette.requests import Request
+
+from receiver.problems import Problem
+
+
+def _digest(value: str) -> bytes:
+    # Hashing first gives compare_digest equal lengths, so the comparison time does not
+    # depend on how long each accepted secret is either.
+    return hashlib.sha256(value.encode()).digest()
+
+
+class SecretHeader:
+    def __init__(self, header: str, secrets: Sequence[str], errors: list[str]) -> None:
+        self.header = header
+        if any(not secret.strip() for secret in secrets):
+            errors.append("PIXRECON_WEBHOOK_SECRETS contains an empty secret")
+        self._digests = tuple(_digest(secret) for secret in secrets)
+
+    def check(self, request: Request) -> None:
+        presented = request.headers.get(self.header)
+        if presented is None:
+            raise Problem(401, "unauthenticated", f"missing {self.header} header")
+        candidate = _digest(presented)
+        # Every accepted value is compared, always: timing must not tell which one (or
+        # whether an old one) matched.
+        matched = False
+        for digest in self._digests:
+            matched |= hmac.compare_digest(candidate, digest)
+        if not matched:
+            raise Problem(401, "unauthenticated", f"invalid {self.header} header")

@@ -1,0 +1,64 @@
+"""Reading a webhook body safely: size counted on the bytes received, JSON parsed exactly."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from starlette.requests import Request
+
+from receiver.problems import Problem
+
+# Deeply nested JSON is an attack on the parser, not a notification.
+MAX_JSON_DEPTH = 32
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise Problem(413, "body-too-large", f"body larger than {max_bytes} bytes")
+    # Content-Length can lie or be absent (chunked); count what actually arrives.
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise Problem(413, "body-too-large", f"body larger than {max_bytes} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _depth(value: Any, limit: int) -> int:
+    depth = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        depth = max(depth, level)
+        if depth > limit:
+            return depth
+        if isinstance(node, dict):
+            stack.extend((child, level + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, level + 1) for child in node)
+    return depth
+
+
+def parse_json(request: Request, body: bytes) -> Any:
+    content_type = request.headers.get("content-type", "")
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    # A missing Content-Type is tolerated: some senders omit it on perfectly good JSON.
+    if media_type and media_type != "application/json" and not media_type.endswith("+json"):
+        raise Problem(415, "unsupported-media-type", f"expected application/json, got {media_type}")
+    if not body.strip():
+        raise Problem(400, "malformed-json", "the body is empty")
+    try:
+        # Numbers become Decimal so that 110.10 stays 110.10 (money is never float).
+        document = json.loads(body, parse_float=Decimal)
+    except RecursionError:
+        raise Problem(400, "malformed-json", "JSON nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise Problem(400, "malformed-json", f"body is not valid JSON: {exc}") from None
+    if _depth(document, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise Problem(400, "malformed-json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return document

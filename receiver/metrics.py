@@ -1,0 +1,35 @@
+"""Prometheus metrics of the receiver, on a registry of its own (one per app)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.requests import Request
+from starlette.responses import Response
+
+
+class ReceiverMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.deliveries = Counter(
+            "pixrecon_webhook_deliveries",
+            "Webhook deliveries by route and HTTP status",
+            ["route", "status"],
+            registry=self.registry,
+        )
+        self.items = Counter(
+            "pixrecon_inbox_items",
+            "Items received by route and outcome (new or duplicate)",
+            ["route", "outcome"],
+            registry=self.registry,
+        )
+        self.ack_seconds = Histogram(
+            "pixrecon_webhook_ack_seconds",
+            "Time from request start to acknowledgement",
+            ["route"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+            registry=self.registry,
+        )
+
+    async def endpoint(self, _request: Request) -> Response:
+        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,28 @@
+"""The accounts (cash-out) API notifications: ``{"type": T, "data": {...}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.routing import BaseRoute, Route
+
+from receiver.auth import WebhookAuth
+from receiver.ingest import ReceiverContext, webhook_endpoint
+from reconcile.inbox import NewItem
+from reconcile.payloads.accounts import accounts_items
+
+
+def _accounts(document: Any, request: Request) -> list[NewItem]:
+    # Per-type registrations may point at /webhooks/accounts/{kind}; a body without
+    # "type" takes it from there.
+    kind = request.path_params.get("kind")
+    return accounts_items(document, kind if isinstance(kind, str) else None)
+
+
+def routes(ctx: ReceiverContext) -> list[BaseRoute]:
+    endpoint = webhook_endpoint(ctx, WebhookAuth(ctx.settings, "accounts"), _accounts)
+    return [
+        Route("/webhooks/accounts", endpoint, methods=["POST"], name="accounts"),
+        Route("/webhooks/accounts/{kind}", endpoint, methods=["POST"], name="accounts_kind"),
+    ]

@@ -1,0 +1,73 @@
+"""Database engine and sessions for SQLite (single node) and PostgreSQL (production)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from sqlmodel import Session
+
+# Errors that mean "storage is unavailable right now", as opposed to a bug in our SQL.
+UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
+    OperationalError,
+    InterfaceError,
+    PoolTimeoutError,
+)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy drive transactions so that BEGIN IMMEDIATE below takes effect.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        # A deferred transaction that later writes can fail with SQLITE_BUSY without ever
+        # waiting; taking the write lock up front makes concurrent writers queue instead.
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_db_engine(url: str, *, echo: bool = False) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        engine = create_engine(
+            url, echo=echo, connect_args={"check_same_thread": False, "timeout": 30}
+        )
+        _configure_sqlite(engine)
+        return engine
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return create_engine(
+        parsed,
+        echo=echo,
+        pool_pre_ping=True,
+        pool_size=10,
+        max_overflow=20,
+        pool_timeout=5,
+        # Fail fast when the server is gone so the receiver can answer 503 quickly.
+        connect_args={"connect_timeout": 3},
+    )
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """One transaction: commit on success, roll back on error."""
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        yield session
+
+
+def ping(engine: Engine) -> None:
+    with engine.connect() as connection:
+        connection.execute(text("SELECT 1"))

@@ -1,0 +1,153 @@
+"""Accounts API notifications: movements (cash-outs, credits, refunds) and infractions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session
+
+from reconcile.handlers.common import PermanentItemError, parse_payload, upsert_latest, validate
+from reconcile.models import AccountMovement, Confirmation, InboxItem, Infraction, Source
+from reconcile.money import InvalidAmount, parse_amount, to_cents
+from reconcile.payloads.accounts import CashoutData, InfractionData, MovementData
+from reconcile.timeutil import parse_timestamp, utcnow
+
+# Later states outrank earlier ones, so an old notification arriving late changes nothing.
+MOVEMENT_RANK = {
+    "PROCESSING": 1,
+    "LIQUIDATED": 2,
+    "CANCELED": 2,
+    "REJECTED": 2,
+    "PARTIALLY_REFUNDED": 3,
+    "REFUNDED": 4,
+}
+INFRACTION_RANK = {
+    "OPEN": 1,
+    "ACKNOWLEDGED": 2,
+    "AGREED": 3,
+    "DISAGREED": 3,
+    "CLOSED": 4,
+    "CANCELED": 4,
+    "CANCELLED": 4,
+}
+
+
+def _data(item: InboxItem) -> tuple[str, Any]:
+    payload = parse_payload(item)
+    if not isinstance(payload, dict) or not isinstance(payload.get("data"), dict):
+        raise PermanentItemError("accounts notification without a data object")
+    return str(payload.get("type", "")).upper(), payload["data"]
+
+
+def _confirmation(item: InboxItem, amount_cents: int | None) -> dict[str, Any]:
+    """Polled from the API: confirmed as it stands. Notified: to be looked up."""
+    now = utcnow()
+    if item.source == Source.POLL.value:
+        return {
+            "confirmation": Confirmation.CONFIRMED.value,
+            "confirmed_amount_cents": amount_cents,
+            "confirmed_at": now,
+            "next_check_at": None,
+        }
+    return {
+        "confirmation": Confirmation.PENDING.value,
+        "confirmed_amount_cents": None,
+        "confirmed_at": None,
+        "next_check_at": now,
+    }
+
+
+def handle_movement(session: Session, item: InboxItem) -> None:
+    kind, raw = _data(item)
+    data = validate(MovementData, raw, f"{kind} notification")
+    amount = data.payment.amount if data.payment else None
+    refunded = sum(
+        (r.pixRefundAmount for r in data.refunds if r.pixRefundAmount is not None),
+        start=parse_amount("0"),
+    )
+    reference = data.reference()
+    assert reference is not None  # the model refuses data without one
+    upsert_latest(
+        session,
+        AccountMovement,
+        ["type", "reference"],
+        {
+            "type": kind,
+            "reference": reference,
+            "movement_id": data.id,
+            "idempotency_key": data.idempotencyKey,
+            "end_to_end_id": data.endToEndId,
+            "status": data.status,
+            "error_code": data.errorCode,
+            "message": None,
+            "amount_cents": to_cents(amount) if amount is not None else None,
+            "refunded_cents": to_cents(refunded),
+            "credit_debit_type": data.creditDebitType,
+            "txid": data.txId,
+            "provider_created_at": parse_timestamp(data.createdAt),
+            "rank": MOVEMENT_RANK.get(data.status, 0) * 1000 + len(data.refunds),
+            "inbox_item_id": item.id,
+            **_confirmation(item, to_cents(amount) if amount is not None else None),
+        },
+    )
+
+
+def handle_cashout(session: Session, item: InboxItem) -> None:
+    _, raw = _data(item)
+    data = validate(CashoutData, raw, "CASHOUT notification")
+    reference = data.reference()
+    assert reference is not None
+    upsert_latest(
+        session,
+        AccountMovement,
+        ["type", "reference"],
+        {
+            "type": "CASHOUT",
+            "reference": reference,
+            "movement_id": data.id,
+            "idempotency_key": data.idempotencyKey,
+            "end_to_end_id": data.endToEndId,
+            "status": data.status,
+            "message": data.message,
+            "provider_created_at": parse_timestamp(data.createdAt),
+            "rank": MOVEMENT_RANK.get(data.status, 0) * 1000,
+            "inbox_item_id": item.id,
+            **_confirmation(item, None),
+        },
+    )
+
+
+def _infraction_amount(
+    raw: dict[str, Any], names: tuple[str, ...] = ("amount", "transactionAmount", "value", "valor")
+) -> int | None:
+    # The amount's field name is not public; take the first one that reads as money.
+    for name in names:
+        if name in raw:
+            try:
+                return to_cents(parse_amount(raw[name]))
+            except InvalidAmount:
+                return None
+    return None
+
+
+def handle_infraction(session: Session, item: InboxItem) -> None:
+    _, raw = _data(item)
+    data = validate(InfractionData, raw, "INFRACTION notification")
+    assert data.id is not None
+    upsert_latest(
+        session,
+        Infraction,
+        ["infraction_id"],
+        {
+            "infraction_id": data.id,
+            "status": data.status,
+            "amount_cents": _infraction_amount(raw),
+            "end_to_end_id": raw.get("endToEndId")
+            if isinstance(raw.get("endToEndId"), str)
+            else None,
+            "debited_cents": _infraction_amount(raw, ("debitedAmount", "debited_amount")),
+            "provider_updated_at": parse_timestamp(raw.get("closedAt") or raw.get("createdAt")),
+            "rank": INFRACTION_RANK.get(data.status.upper(), 0),
+            "inbox_item_id": item.id,
+        },
+    )

@@ -1,0 +1,74 @@
+"""Charges polled from the API become expected payments; the newest status wins."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from sqlmodel import Session
+
+from reconcile.handlers.common import PermanentItemError, parse_payload, upsert_latest, validate
+from reconcile.models import ExpectedPayment, InboxItem
+from reconcile.money import to_cents
+from reconcile.payloads.charges import CHARGE_KINDS, Charge, Invoice
+from reconcile.timeutil import parse_timestamp
+
+# Final states outrank open ones; later revisions outrank earlier ones.
+STATUS_RANK = {"CRIADA": 1, "ATIVA": 2, "PENDING": 2}
+
+
+def _handle_invoice(session: Session, item: InboxItem, raw: object) -> None:
+    invoice = validate(Invoice, raw, "invoice")
+    upsert_latest(
+        session,
+        ExpectedPayment,
+        ["kind", "ref"],
+        {
+            "kind": "invoice",
+            "ref": invoice.id,
+            "txid": None,
+            "amount_cents": to_cents(invoice.amount),
+            "status": invoice.status,
+            "created_at_provider": parse_timestamp(invoice.createdAt),
+            "expires_at": None,
+            "due_date": _date(invoice.dueDate),
+            "payable_until": None,
+            "rank": STATUS_RANK.get(invoice.status, 5),
+            "inbox_item_id": item.id,
+        },
+    )
+
+
+def _date(raw: str | None) -> date | None:
+    try:
+        return date.fromisoformat(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def handle_charge(session: Session, item: InboxItem) -> None:
+    payload = parse_payload(item)
+    kind = payload.get("kind") if isinstance(payload, dict) else None
+    if kind == "invoice":
+        _handle_invoice(session, item, payload.get("data"))
+        return
+    if kind not in CHARGE_KINDS:
+        raise PermanentItemError(f"unknown charge kind: {kind!r}")
+    charge = validate(Charge, payload.get("data"), f"{kind} charge")
+    upsert_latest(
+        session,
+        ExpectedPayment,
+        ["kind", "ref"],
+        {
+            "kind": kind,
+            "ref": charge.txid,
+            "txid": charge.txid,
+            "amount_cents": to_cents(charge.valor.original),
+            "status": charge.status,
+            "created_at_provider": charge.created_at(),
+            "expires_at": charge.expires_at(),
+            "due_date": charge.due_date(),
+            "payable_until": charge.payable_until(),
+            "rank": charge.revisao * 10 + STATUS_RANK.get(charge.status, 5),
+            "inbox_item_id": item.id,
+        },
+    )

@@ -1,0 +1,70 @@
+"""What every handler shares: parsing an item's payload, keyed writes."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session, SQLModel
+
+from reconcile.models import InboxItem
+from reconcile.payloads import violations
+from reconcile.timeutil import utcnow
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class PermanentItemError(Exception):
+    """The item can never be processed as it is; retrying would not help."""
+
+
+def parse_payload(item: InboxItem) -> Any:
+    try:
+        return json.loads(item.payload, parse_float=Decimal)
+    except ValueError:
+        raise PermanentItemError("payload is not JSON") from None
+
+
+def validate(model: type[M], raw: Any, what: str) -> M:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"{v['property']}: {v['message']}" for v in violations(exc))
+        raise PermanentItemError(f"invalid {what}: {problems}") from None
+
+
+def _table(model: type[SQLModel]) -> Table:
+    table: Table = model.__table__  # type: ignore[attr-defined]
+    return table
+
+
+def _insert(session: Session) -> Any:
+    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+
+
+def insert_ignore(session: Session, model: type[SQLModel], values: dict[str, Any]) -> None:
+    session.execute(_insert(session)(_table(model)).values(values).on_conflict_do_nothing())
+
+
+def upsert_latest(
+    session: Session, model: type[SQLModel], key: list[str], values: dict[str, Any]
+) -> None:
+    """Insert, or update the existing row unless it already holds a later fact (``rank``).
+
+    Notifications arrive unordered: a PROCESSING seen after LIQUIDATED must not win.
+    """
+    table = _table(model)
+    values = {**values, "updated_at": utcnow()}
+    stmt = _insert(session)(table).values(values)
+    update = {name: stmt.excluded[name] for name in values if name not in key}
+    session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[table.c[name] for name in key],
+            set_=update,
+            where=table.c.rank <= stmt.excluded.rank,
+        )
+    )

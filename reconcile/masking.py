@@ -1,0 +1,47 @@
+"""Masking of personal data (CPF/CNPJ, names) before anything reaches a log line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_DIGITS = re.compile(r"\D")
+# CPF (11 digits) and CNPJ (14 digits), with or without punctuation, inside free text.
+_DOCUMENT_IN_TEXT = re.compile(
+    r"(?<!\d)(\d{3}\.?\d{3}\.?\d{3}-?\d{2}|\d{2}\.?\d{3}\.?\d{3}/?\d{4}-?\d{2})(?!\d)"
+)
+SENSITIVE_KEYS = frozenset(
+    {"cpf", "cnpj", "document", "nome", "name", "payer_document", "payer_name", "chave", "pixkey"}
+)
+
+
+def mask_document(value: str) -> str:
+    """Keep the shape and the last two digits; enough to tell records apart in a log."""
+    digits = _DIGITS.sub("", value)
+    if len(digits) <= 2:
+        return "*" * len(digits)
+    return "*" * (len(digits) - 2) + digits[-2:]
+
+
+def mask_name(value: str) -> str:
+    return " ".join(part[:1] + "*" * (len(part) - 1) for part in value.split())
+
+
+def mask_text(value: str) -> str:
+    return _DOCUMENT_IN_TEXT.sub(lambda m: mask_document(m.group(0)), value)
+
+
+def mask_value(key: str, value: Any) -> Any:
+    lowered = key.lower()
+    if isinstance(value, Mapping):
+        return {k: mask_value(str(k), v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_value(key, v) for v in value]
+    if isinstance(value, str):
+        if lowered in {"nome", "name", "payer_name"}:
+            return mask_name(value)
+        if lowered in SENSITIVE_KEYS:
+            return mask_document(value) if _DIGITS.sub("", value) else mask_name(value)
+        return mask_text(value)
+    return value

@@ -1,0 +1,102 @@
+"""Expected payments (charges) of the day against the Pix paid for them, by txid. Only
+money the API stands behind (confirmed) counts as paid."""
+
+from __future__ import annotations
+
+from sqlalchemy import String, and_, func, literal, or_, select
+from sqlmodel import Session
+
+from reconcile.matching.context import RunContext, table
+from reconcile.matching.verdicts import Verdict, insert_verdicts
+from reconcile.models import ExpectedPayment, PixReceived, PixRefund
+
+COUNTED = ("confirmed", "not_required")
+
+
+def match_charges(session: Session, ctx: RunContext) -> None:
+    E, P, R = table(ExpectedPayment), table(PixReceived), table(PixRefund)
+    # A charge belongs to every day that concerns it: the day it was created, the day it
+    # falls due, and any day a Pix paid it.
+    paid_today = select(P.c.txid).where(
+        P.c.txid.is_not(None), ctx.within(func.coalesce(P.c.horario, P.c.created_at))
+    )
+    expected = (
+        select(E)
+        .where(
+            or_(
+                ctx.within(E.c.created_at_provider),
+                E.c.due_date == ctx.day,
+                E.c.txid.in_(paid_today),
+            )
+        )
+        .subquery("e")
+    )
+    paid = (
+        select(
+            P.c.txid,
+            func.count().label("n"),
+            func.sum(P.c.amount_cents).label("cents"),
+            func.min(P.c.inbox_item_id).label("item"),
+        )
+        .where(P.c.txid.is_not(None), P.c.confirmation.in_(COUNTED))
+        .group_by(P.c.txid)
+        .subquery("paid")
+    )
+    refunded = (
+        select(P.c.txid, func.sum(R.c.amount_cents).label("cents"))
+        .join(R, R.c.end_to_end_id == P.c.end_to_end_id)
+        .where(R.c.status == "DEVOLVIDO", P.c.txid.is_not(None))
+        .group_by(P.c.txid)
+        .subquery("refunded")
+    )
+    joined = expected.outerjoin(paid, paid.c.txid == expected.c.txid).outerjoin(
+        refunded, refunded.c.txid == expected.c.txid
+    )
+    gone = or_(
+        expected.c.status.like("REMOVID%"),
+        expected.c.status.in_(("EXPIRADA", "REJEITADA", "CANCELADA")),
+        and_(expected.c.kind == "cob", expected.c.expires_at < ctx.now),
+        and_(expected.c.kind == "cobv", expected.c.payable_until < ctx.today),
+    )
+    paid_cents = func.coalesce(paid.c.cents, 0)
+    refunded_cents = func.coalesce(refunded.c.cents, 0)
+    invoice = expected.c.kind == "invoice"
+    verdicts: list[Verdict] = [
+        (
+            and_(invoice, expected.c.status == "PAID"),
+            "paid",
+            False,
+            "paid, on the provider's word (an invoice carries no txid to match)",
+        ),
+        (
+            and_(invoice, expected.c.status.in_(("CANCELED", "OVERDUE"))),
+            "expired",
+            False,
+            "canceled or overdue unpaid",
+        ),
+        (invoice, "unpaid", False, "not paid yet"),
+        (and_(paid.c.n.is_(None), gone), "expired", False, "expired or removed unpaid"),
+        (paid.c.n.is_(None), "unpaid", False, "no confirmed Pix for this txid yet"),
+        (refunded_cents >= paid_cents, "refunded", False, "paid, then refunded in full"),
+        # A refund is the merchant settling the matter (returning a duplicate or an
+        # overpayment), so it outranks how the charge was paid.
+        (refunded_cents > 0, "partially_refunded", False, "paid, then partly refunded"),
+        (paid.c.n > 1, "paid_twice", True, "more than one Pix paid this charge"),
+        (paid_cents < expected.c.amount_cents, "underpaid", True, "paid less than charged"),
+        (paid_cents > expected.c.amount_cents, "overpaid", True, "paid more than charged"),
+    ]
+    insert_verdicts(
+        session,
+        ctx,
+        "charge",
+        expected.c.kind + literal(":", String) + expected.c.ref,
+        joined,
+        verdicts,
+        "paid exactly, confirmed by the API",
+        default_status="paid",
+        expected=expected.c.amount_cents,
+        actual=paid.c.cents,
+        source=literal("poll", String),
+        inbox_item_id=func.coalesce(paid.c.item, expected.c.inbox_item_id),
+        statement_id=literal(None),
+    )

@@ -1,0 +1,75 @@
+"""MED infractions: open cases (money at risk), and infraction debits in the statement
+matched to their cases."""
+
+from __future__ import annotations
+
+from sqlalchemy import String, and_, false, func, literal, or_, select, true
+from sqlmodel import Session
+
+from reconcile.matching.context import INFRACTION_DEBIT, RunContext, statement_lines, table
+from reconcile.matching.verdicts import Verdict, insert_verdicts
+from reconcile.models import Infraction
+
+
+def match_infractions(session: Session, ctx: RunContext) -> None:
+    case_table = table(Infraction)
+    s = statement_lines(ctx, "infraction_id", "DEBIT", INFRACTION_DEBIT, label="case_id")
+    # The day's cases: opened or closed that day (by the provider's clock), debited that
+    # day, or still open (money at risk is news every day).
+    debited_today = select(s.c.case_id)
+    cases = (
+        select(case_table)
+        .where(
+            or_(
+                ctx.within(
+                    func.coalesce(case_table.c.provider_updated_at, case_table.c.updated_at)
+                ),
+                case_table.c.status.in_(("OPEN", "ACKNOWLEDGED")),
+                case_table.c.infraction_id.in_(debited_today),
+            )
+        )
+        .subquery("i")
+    )
+    joined = cases.join(s, cases.c.infraction_id == s.c.case_id, full=True)
+    statement = true() if ctx.statement_known else false()
+    verdicts: list[Verdict] = [
+        (
+            cases.c.infraction_id.is_(None),
+            "debit_without_case",
+            True,
+            "an infraction debit in the statement with no case known",
+        ),
+        (
+            cases.c.status.in_(("OPEN", "ACKNOWLEDGED")),
+            "open_case",
+            True,
+            "an open MED case: the amount is at risk",
+        ),
+        (
+            and_(cases.c.debited_cents > 0, s.c.case_id.is_(None), statement),
+            "debit_never_came",
+            True,
+            "closed with a debit that the statement never booked",
+        ),
+        (
+            and_(s.c.case_id.is_not(None), s.c.cents != cases.c.debited_cents),
+            "amount_mismatch",
+            True,
+            "the statement debited another amount than the case states",
+        ),
+    ]
+    insert_verdicts(
+        session,
+        ctx,
+        "infraction",
+        func.coalesce(cases.c.infraction_id, s.c.case_id),
+        joined,
+        verdicts,
+        "closed, and any debit booked",
+        default_status="closed",
+        expected=cases.c.amount_cents,
+        actual=s.c.cents,
+        source=literal("poll", String),
+        inbox_item_id=cases.c.inbox_item_id,
+        statement_id=s.c.sid,
+    )

@@ -1,0 +1,42 @@
+"""Alembic migrations, runnable from an installed package (``pixrecon db upgrade``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine
+
+import migrations
+
+
+def alembic_config(engine: Engine) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    # The engine travels as an attribute so env.py reuses it (and its SQLite pragmas).
+    config.attributes["engine"] = engine
+    return config
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    command.upgrade(alembic_config(engine), revision)
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as connection:
+        rev: str | None = MigrationContext.configure(connection).get_current_revision()
+        return rev
+
+
+def head_revision(engine: Engine) -> str | None:
+    from alembic.script import ScriptDirectory
+
+    head: str | None = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    return head
+
+
+def is_up_to_date(engine: Engine) -> bool:
+    return current_revision(engine) == head_revision(engine)

@@ -1,0 +1,407 @@
+"""Every table of pixrecon, in one place (SQLModel: data models apart from table models).
+
+Money is integer centavos; times are UTC (``timestamptz`` on PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import date, datetime
+
+from sqlalchemy import BigInteger, DateTime, Index, Integer, LargeBinary, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from reconcile.timeutil import utcnow
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
+IdType = BigInteger().with_variant(Integer(), "sqlite")
+UtcDateTime = DateTime(timezone=True)
+
+
+class Source(enum.StrEnum):
+    WEBHOOK = "webhook"
+    POLL = "poll"
+
+
+class ItemStatus(enum.StrEnum):
+    PENDING = "pending"  # committed, waiting for a worker
+    PROCESSED = "processed"
+    FAILED = "failed"  # permanent failure; `error` says why
+    UNSUPPORTED = "unsupported"  # a kind pixrecon does not handle yet; kept and shown
+    IGNORED = "ignored"  # an operator decided it needs no processing
+
+
+class Confirmation(enum.StrEnum):
+    """Whether the provider's API stands behind a notified movement (DESIGN §1.5)."""
+
+    PENDING = "pending"  # not yet looked up, or unknown to the API inside the grace period
+    CONFIRMED = "confirmed"  # the API knows it, with the same amount
+    UNCONFIRMED_WEBHOOK = "unconfirmed_webhook"  # still unknown after the grace period
+    AMOUNT_MISMATCH = "amount_mismatch"  # the API knows it with another amount
+    NOT_REQUIRED = "not_required"  # confirmation switched off by policy
+
+
+class ItemKind(enum.StrEnum):
+    PIX = "pix"
+    PIX_REFUND = "pix_refund"
+    REC = "rec"
+    COBR = "cobr"
+    ACCOUNTS_TRANSFER = "accounts.transfer"
+    ACCOUNTS_RECEIVE = "accounts.receive"
+    ACCOUNTS_REFUND = "accounts.refund"
+    ACCOUNTS_CASHOUT = "accounts.cashout"
+    ACCOUNTS_INFRACTION = "accounts.infraction"
+    ACCOUNTS_STATEMENT = "accounts.statement"
+    CHARGE = "charge"
+    ACCOUNTS_BALANCE = "accounts.balance"
+    UNSUPPORTED = "unsupported"
+
+
+class WebhookDeliveryBase(SQLModel):
+    route: str = Field(max_length=200)
+    remote_addr: str | None = Field(default=None, max_length=64)
+    headers: str = Field(sa_type=Text, description="selected request headers, JSON")
+    item_count: int = 0
+
+
+class WebhookDelivery(WebhookDeliveryBase, table=True):
+    """One HTTP delivery exactly as it arrived: the forensic record behind inbox items."""
+
+    __tablename__ = "webhook_delivery"
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    received_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+    body: bytes = Field(sa_type=LargeBinary)
+
+
+class InboxItemBase(SQLModel):
+    source: str = Field(max_length=16, description="webhook | poll (Source)")
+    kind: str = Field(max_length=40)
+    key: str = Field(max_length=200, description="business key, unique per item (DESIGN §4)")
+    payload: str = Field(sa_type=Text, description="the item's JSON as received")
+
+
+class InboxItem(InboxItemBase, table=True):
+    """One business item (a Pix, a refund status, …), however many times it was delivered."""
+
+    __tablename__ = "inbox_item"
+    __table_args__ = (
+        UniqueConstraint("key", name="uq_inbox_item_key"),
+        Index("ix_inbox_item_status_received", "status", "received_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    status: str = Field(default=ItemStatus.PENDING.value, max_length=16)
+    delivery_id: int | None = Field(
+        default=None, foreign_key="webhook_delivery.id", sa_type=BigInteger
+    )
+    received_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+    webhook_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    poll_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    last_seen_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+    # Sightings, so that duplicates are counted rather than re-processed.
+    webhook_count: int = 0
+    poll_count: int = 0
+    dispatched_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    processed_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    attempts: int = 0
+    error: str | None = Field(default=None, sa_type=Text)
+
+    @property
+    def duplicates(self) -> int:
+        """Webhook deliveries beyond the first (poll sightings are not duplicates)."""
+        return max(self.webhook_count - 1, 0)
+
+
+class Confirmable(SQLModel):
+    """Money counts only once confirmed: a webhook is a trigger, not proof. Rows that came
+    from the API itself (polling) are confirmed on arrival."""
+
+    confirmation: str = Field(default=Confirmation.PENDING.value, max_length=24, index=True)
+    confirmed_amount_cents: int | None = Field(default=None, sa_type=BigInteger)
+    confirmed_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    next_check_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    check_attempts: int = 0
+
+
+class PixReceivedBase(SQLModel):
+    end_to_end_id: str = Field(max_length=32)
+    txid: str | None = Field(default=None, max_length=35, index=True)
+    amount_cents: int = Field(sa_type=BigInteger)
+    horario: datetime | None = Field(default=None, sa_type=UtcDateTime, index=True)
+    horario_raw: str | None = Field(default=None, max_length=64)
+    chave: str | None = Field(default=None, max_length=77)
+    info_pagador: str | None = Field(default=None, sa_type=Text)
+    payer_document: str | None = Field(default=None, max_length=14)
+    payer_name: str | None = Field(default=None, max_length=200)
+
+
+class PixReceived(PixReceivedBase, Confirmable, table=True):
+    """A Pix credited to the merchant, one row per ``endToEndId``."""
+
+    __tablename__ = "pix_received"
+    __table_args__ = (UniqueConstraint("end_to_end_id", name="uq_pix_received_e2e"),)
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+
+
+class LatestState(SQLModel):
+    """Columns of every domain table that holds the latest known state of a business
+    object. Notifications arrive unordered, so each row carries the ``rank`` of its status
+    (or update time) and an older fact never overwrites a newer one."""
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    rank: int = Field(default=0, sa_type=BigInteger)
+    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger)
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+
+
+class PixRefundBase(SQLModel):
+    end_to_end_id: str = Field(max_length=32, description="the refunded Pix")
+    refund_id: str = Field(max_length=35, description="the merchant's refund id")
+    rtr_id: str | None = Field(default=None, max_length=32, index=True)
+    amount_cents: int = Field(sa_type=BigInteger)
+    natureza: str | None = Field(default=None, max_length=32)
+    status: str = Field(max_length=32)
+    motivo: str | None = Field(default=None, sa_type=Text)
+    requested_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    settled_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+
+
+class PixRefund(PixRefundBase, LatestState, table=True):
+    """A refund (devolução) of a received Pix, in its latest known status."""
+
+    __tablename__ = "pix_refund"
+    __table_args__ = (UniqueConstraint("end_to_end_id", "refund_id", name="uq_pix_refund"),)
+
+
+class AccountMovementBase(SQLModel):
+    type: str = Field(max_length=16, description="TRANSFER, RECEIVE, REFUND or CASHOUT")
+    reference: str = Field(max_length=100, description="id, else idempotencyKey, else e2e")
+    movement_id: str | None = Field(default=None, max_length=100)
+    idempotency_key: str | None = Field(default=None, max_length=100, index=True)
+    end_to_end_id: str | None = Field(default=None, max_length=64, index=True)
+    status: str = Field(max_length=32)
+    error_code: str | None = Field(default=None, max_length=32)
+    message: str | None = Field(default=None, sa_type=Text)
+    amount_cents: int | None = Field(default=None, sa_type=BigInteger)
+    refunded_cents: int = Field(default=0, sa_type=BigInteger)
+    credit_debit_type: str | None = Field(default=None, max_length=16)
+    txid: str | None = Field(default=None, max_length=35)
+    provider_created_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+
+
+class AccountMovement(AccountMovementBase, LatestState, Confirmable, table=True):
+    """A movement notified by the accounts API (cash-outs, credits, refunds)."""
+
+    __tablename__ = "account_movement"
+    __table_args__ = (UniqueConstraint("type", "reference", name="uq_account_movement"),)
+
+
+class InfractionBase(SQLModel):
+    infraction_id: str = Field(max_length=100)
+    status: str = Field(max_length=32)
+    amount_cents: int | None = Field(default=None, sa_type=BigInteger)
+    end_to_end_id: str | None = Field(default=None, max_length=64)
+    debited_cents: int | None = Field(
+        default=None, sa_type=BigInteger, description="what the provider says it debited"
+    )
+    provider_updated_at: datetime | None = Field(
+        default=None, sa_type=UtcDateTime, description="closedAt, else createdAt"
+    )
+
+
+class Infraction(InfractionBase, LatestState, table=True):
+    """A MED infraction case as notified (details are fetched from the API)."""
+
+    __tablename__ = "infraction"
+    __table_args__ = (UniqueConstraint("infraction_id", name="uq_infraction"),)
+
+
+class RecurrenceBase(SQLModel):
+    id_rec: str = Field(max_length=35)
+    status: str = Field(max_length=32)
+    status_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+
+
+class Recurrence(RecurrenceBase, LatestState, table=True):
+    """A Pix Automático recurrence (the payer's authorisation)."""
+
+    __tablename__ = "recurrence"
+    __table_args__ = (UniqueConstraint("id_rec", name="uq_recurrence"),)
+
+
+class RecurringChargeBase(SQLModel):
+    txid: str = Field(max_length=35)
+    id_rec: str | None = Field(default=None, max_length=35, index=True)
+    status: str = Field(max_length=32)
+    attempts: int = 0
+    last_attempt_status: str | None = Field(default=None, max_length=32)
+    last_attempt_end_to_end_id: str | None = Field(default=None, max_length=32)
+    status_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+
+
+class RecurringCharge(RecurringChargeBase, LatestState, table=True):
+    """A Pix Automático recurring charge (cobr) and its collection attempts."""
+
+    __tablename__ = "recurring_charge"
+    __table_args__ = (UniqueConstraint("txid", name="uq_recurring_charge"),)
+
+
+class ExpectedPaymentBase(SQLModel):
+    kind: str = Field(max_length=16, description="cob, cobv, cobr or invoice")
+    ref: str = Field(max_length=100, description="txid, or the invoice id")
+    amount_cents: int = Field(sa_type=BigInteger)
+    status: str = Field(max_length=40, description="the provider's status of the charge")
+    txid: str | None = Field(default=None, max_length=35, index=True)
+    created_at_provider: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    expires_at: datetime | None = Field(
+        default=None, sa_type=UtcDateTime, description="cob: creation + expiracao"
+    )
+    due_date: date | None = Field(default=None, description="cobv, cobr and invoices")
+    payable_until: date | None = Field(
+        default=None, description="cobv: due date + validadeAposVencimento"
+    )
+
+
+class ExpectedPayment(ExpectedPaymentBase, LatestState, table=True):
+    """What the merchant expects to be paid: a charge or an invoice, polled from the API."""
+
+    __tablename__ = "expected_payment"
+    __table_args__ = (UniqueConstraint("kind", "ref", name="uq_expected_payment"),)
+
+
+class StatementEntryBase(SQLModel):
+    entry_id: str = Field(max_length=100, description="the provider's statement line id")
+    type: str = Field(max_length=16, description="CREDIT or DEBIT")
+    category: str | None = Field(default=None, max_length=40)
+    amount_cents: int = Field(sa_type=BigInteger, description="always positive; see type")
+    balance_after_cents: int | None = Field(default=None, sa_type=BigInteger)
+    end_to_end_id: str | None = Field(default=None, max_length=64, index=True)
+    original_end_to_end_id: str | None = Field(default=None, max_length=64)
+    idempotency_key: str | None = Field(default=None, max_length=100, index=True)
+    txid: str | None = Field(default=None, max_length=35)
+    infraction_id: str | None = Field(default=None, max_length=100)
+    booked_at: datetime | None = Field(default=None, sa_type=UtcDateTime, index=True)
+
+
+class StatementEntry(StatementEntryBase, table=True):
+    """A line of the account statement, as polled from the accounts API."""
+
+    __tablename__ = "statement_entry"
+    __table_args__ = (UniqueConstraint("entry_id", name="uq_statement_entry"),)
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger)
+
+
+class BalanceSnapshot(SQLModel, table=True):
+    """The available balance as the provider reported it at one moment."""
+
+    __tablename__ = "balance_snapshot"
+    __table_args__ = (UniqueConstraint("taken_at", name="uq_balance_snapshot"),)
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    taken_at: datetime = Field(sa_type=UtcDateTime)
+    available_cents: int = Field(sa_type=BigInteger)
+    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger)
+
+
+class QuarantinedDelivery(SQLModel, table=True):
+    """A refused delivery, kept for forensics: metadata always, the body only when the
+    sender was authenticated (an anonymous body is nobody's data to keep)."""
+
+    __tablename__ = "quarantined_delivery"
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    received_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, index=True)
+    route: str = Field(max_length=200)
+    remote_addr: str | None = Field(default=None, max_length=64)
+    status_code: int
+    reason: str = Field(max_length=64)
+    detail: str = Field(sa_type=Text)
+    headers: str = Field(sa_type=Text)
+    body_size: int | None = None
+    body: bytes | None = Field(default=None, sa_type=LargeBinary)
+
+
+class ScheduledJob(SQLModel, table=True):
+    """Periodic work shared by every worker process: a lease so that one process runs a
+    job per interval, and the end of the last window polled so the next one overlaps it."""
+
+    __tablename__ = "scheduled_job"
+
+    name: str = Field(primary_key=True, max_length=64)
+    owner: str | None = Field(default=None, max_length=64)
+    leased_until: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    last_window_end: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    last_success_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    last_error: str | None = Field(default=None, sa_type=Text)
+
+
+class ReconciliationRun(SQLModel, table=True):
+    """One reconciliation of one business day (America/Sao_Paulo). Re-running the same day
+    makes a new run; the latest completed run is the day's answer."""
+
+    __tablename__ = "reconciliation_run"
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    business_date: date = Field(index=True)
+    started_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+    finished_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    status: str = Field(default="running", max_length=16, description="running|completed|failed")
+    exit_code: int | None = None
+    report: str | None = Field(default=None, sa_type=Text, description="the JSON report")
+
+
+class ReconciliationItemBase(SQLModel):
+    subject: str = Field(max_length=16, description="movement, charge, payout or infraction")
+    ref: str = Field(max_length=120, description="endToEndId, rtrId, txid, key or case id")
+    status: str = Field(max_length=32, description="DESIGN §5 vocabulary")
+    exception: bool = Field(default=False, description="a person must look at it")
+    reason: str = Field(sa_type=Text)
+    expected_cents: int | None = Field(default=None, sa_type=BigInteger)
+    actual_cents: int | None = Field(default=None, sa_type=BigInteger)
+    source: str | None = Field(default=None, max_length=16, description="webhook, poll, both")
+    inbox_item_id: int | None = Field(default=None, sa_type=BigInteger)
+    statement_entry_id: int | None = Field(default=None, sa_type=BigInteger)
+
+
+class ReconciliationItem(ReconciliationItemBase, table=True):
+    """The verdict on one movement, charge, payout or case in one run, with what decided it."""
+
+    __tablename__ = "reconciliation_item"
+    __table_args__ = (
+        UniqueConstraint("run_id", "subject", "ref", name="uq_reconciliation_item"),
+        Index("ix_reconciliation_item_run_exception", "run_id", "exception"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    # No foreign key on purpose: only the engine writes these, right after creating the
+    # run, and checking a million rows one by one doubled the time of a nightly run.
+    run_id: int = Field(sa_type=BigInteger)
+
+
+class ExceptionCase(SQLModel, table=True):
+    """An exception as people work on it. Keyed by what it is, not by run, so that a
+    resolution survives re-running the day."""
+
+    __tablename__ = "exception_case"
+    __table_args__ = (
+        UniqueConstraint("business_date", "subject", "ref", "status", name="uq_exception_case"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    business_date: date = Field(index=True)
+    subject: str = Field(max_length=16)
+    ref: str = Field(max_length=120)
+    status: str = Field(max_length=32)
+    state: str = Field(
+        default="open", max_length=16, description="open, acknowledged, resolved, cleared"
+    )
+    note: str | None = Field(default=None, sa_type=Text)
+    first_seen_run_id: int = Field(sa_type=BigInteger)
+    last_seen_run_id: int = Field(sa_type=BigInteger)
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)

@@ -1,0 +1,235 @@
+"""Reconciling a whole business day: run every matcher in one transaction, keep the run
+and its verdicts, carry exceptions over to the cases people work on, and answer with a
+report and an exit code (0 all reconciled, 1 exceptions remain)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy import Engine, case, delete, func, literal, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session, col
+
+from reconcile.db import session_scope
+from reconcile.matching.charges import match_charges
+from reconcile.matching.context import RunContext, table
+from reconcile.matching.infractions import match_infractions
+from reconcile.matching.movements import match_received, match_refunds
+from reconcile.matching.payouts import match_payouts
+from reconcile.matching.totals import balance_drift, day_totals
+from reconcile.models import (
+    ExceptionCase,
+    InboxItem,
+    ReconciliationItem,
+    ReconciliationRun,
+    StatementEntry,
+)
+from reconcile.timeutil import business_day_bounds, utcnow
+
+MATCHERS: list[tuple[str, Callable[[Session, RunContext], None]]] = [
+    ("Pix received", match_received),
+    ("refunds", match_refunds),
+    ("charges", match_charges),
+    ("payouts", match_payouts),
+    ("infractions", match_infractions),
+]
+REMAINING = ("open", "acknowledged")
+
+
+@dataclass(frozen=True)
+class NightlyResult:
+    run_id: int
+    report: dict[str, Any]
+    exit_code: int
+
+
+def _statement_known(session: Session, day: date) -> bool:
+    start, end = business_day_bounds(day)
+    found = session.execute(
+        select(StatementEntry.id)  # type: ignore[call-overload]
+        .where(col(StatementEntry.booked_at) >= start, col(StatementEntry.booked_at) < end)
+        .limit(1)
+    ).first()
+    return found is not None
+
+
+def _counts(session: Session, run_id: int, subject: str) -> dict[str, int]:
+    items = table(ReconciliationItem)
+    rows = session.execute(
+        select(items.c.status, func.count())
+        .where(items.c.run_id == run_id, items.c.subject == subject)
+        .group_by(items.c.status)
+    ).all()
+    return {status: int(n) for status, n in rows}
+
+
+def _duplicates(session: Session, ctx: RunContext) -> int:
+    """Repeated deliveries of the day's movements (counted, no effect)."""
+    inbox, items = table(InboxItem), table(ReconciliationItem)
+    value = session.execute(
+        select(func.sum(case((inbox.c.webhook_count > 1, inbox.c.webhook_count - 1), else_=0)))
+        .select_from(items.join(inbox, inbox.c.id == items.c.inbox_item_id))
+        .where(items.c.run_id == ctx.run_id, items.c.subject == "movement")
+    ).scalar_one()
+    return int(value or 0)
+
+
+def _sync_cases(session: Session, ctx: RunContext) -> None:
+    """Exceptions of this run become (or stay) cases; a resolved case stays resolved; a
+    case that no longer shows up is cleared."""
+    items, cases = table(ReconciliationItem), table(ExceptionCase)
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    found = select(
+        literal(ctx.day, cases.c.business_date.type),
+        items.c.subject,
+        items.c.ref,
+        items.c.status,
+        literal("open", cases.c.state.type),
+        literal(ctx.run_id, cases.c.first_seen_run_id.type),
+        literal(ctx.run_id, cases.c.last_seen_run_id.type),
+        literal(ctx.now, cases.c.updated_at.type),
+    ).where(items.c.run_id == ctx.run_id, items.c.exception.is_(True))
+    stmt = insert(cases).from_select(
+        [
+            "business_date",
+            "subject",
+            "ref",
+            "status",
+            "state",
+            "first_seen_run_id",
+            "last_seen_run_id",
+            "updated_at",
+        ],
+        found,
+    )
+    session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[cases.c.business_date, cases.c.subject, cases.c.ref, cases.c.status],
+            set_={
+                "last_seen_run_id": stmt.excluded.last_seen_run_id,
+                # Back again after being cleared: open again. Resolved stays resolved.
+                "state": case((cases.c.state == "cleared", "open"), else_=cases.c.state),
+            },
+        )
+    )
+    session.execute(
+        update(cases)
+        .where(
+            cases.c.business_date == ctx.day,
+            cases.c.last_seen_run_id != ctx.run_id,
+            cases.c.state.in_(REMAINING),
+        )
+        .values(state="cleared", updated_at=ctx.now)
+    )
+
+
+def _open_exceptions(session: Session, day: date, run_id: int) -> list[dict[str, Any]]:
+    cases, items = table(ExceptionCase), table(ReconciliationItem)
+    rows = session.execute(
+        select(
+            cases.c.id,
+            cases.c.subject,
+            cases.c.ref,
+            cases.c.status,
+            cases.c.state,
+            items.c.reason,
+            items.c.expected_cents,
+            items.c.actual_cents,
+        )
+        .join(
+            items,
+            (items.c.run_id == run_id)
+            & (items.c.subject == cases.c.subject)
+            & (items.c.ref == cases.c.ref)
+            & (items.c.status == cases.c.status),
+        )
+        .where(cases.c.business_date == day, cases.c.state.in_(REMAINING))
+        .order_by(cases.c.subject, cases.c.ref)
+    ).all()
+    names = ("case_id", "subject", "ref", "status", "state", "reason", "expected_cents")
+    return [dict(zip((*names, "actual_cents"), row, strict=True)) for row in rows]
+
+
+def reconcile_day(
+    engine: Engine,
+    day: date,
+    *,
+    now: datetime | None = None,
+    on_step: Callable[[str], object] | None = None,
+) -> NightlyResult:
+    now = now or utcnow()
+    with session_scope(engine) as session:
+        # A run that never finished (the process died) is marked so; re-running is safe
+        # because every run writes only its own rows.
+        session.execute(
+            update(ReconciliationRun)
+            .where(
+                col(ReconciliationRun.business_date) == day,
+                col(ReconciliationRun.status) == "running",
+            )
+            .values(status="failed", finished_at=now)
+        )
+        run = ReconciliationRun(business_date=day, started_at=now)
+        session.add(run)
+        session.flush()
+        assert run.id is not None
+        run_id = run.id
+    try:
+        with session_scope(engine) as session:
+            ctx = RunContext.for_day(run_id, day, now, _statement_known(session, day))
+            for name, matcher in MATCHERS:
+                if on_step is not None:
+                    on_step(name)
+                matcher(session, ctx)
+            totals = day_totals(session, ctx)
+            drift = balance_drift(session, ctx)
+            _sync_cases(session, ctx)
+            exceptions = _open_exceptions(session, day, run_id)
+            movements = _counts(session, run_id, "movement")
+            movements["duplicate"] = _duplicates(session, ctx)
+            report: dict[str, Any] = {
+                "date": day.isoformat(),
+                "run_id": run_id,
+                "counts": movements,
+                "charges": _counts(session, run_id, "charge"),
+                "payouts": _counts(session, run_id, "payout"),
+                "infractions": _counts(session, run_id, "infraction"),
+                "totals": totals,
+                "balance_drift_cents": drift["drift_cents"],
+                "balance": drift,
+                "exceptions": exceptions,
+            }
+            exit_code = 1 if exceptions or drift["drift_cents"] not in (0, None) else 0
+            session.execute(
+                update(ReconciliationRun)
+                .where(col(ReconciliationRun.id) == run_id)
+                .values(
+                    status="completed",
+                    finished_at=utcnow(),
+                    exit_code=exit_code,
+                    report=json.dumps(report),
+                )
+            )
+    except Exception:
+        with session_scope(engine) as session:
+            session.execute(
+                update(ReconciliationRun)
+                .where(col(ReconciliationRun.id) == run_id)
+                .values(status="failed", finished_at=utcnow(), exit_code=2)
+            )
+        raise
+    _prune_earlier_runs(engine, day, run_id)
+    return NightlyResult(run_id=run_id, report=report, exit_code=exit_code)
+
+
+def _prune_earlier_runs(engine: Engine, day: date, run_id: int) -> None:
+    """Keep the verdicts of the newest run only (the runs and their reports stay): the
+    worker reconciles today every few minutes, and a day has up to millions of items."""
+    items, runs = table(ReconciliationItem), table(ReconciliationRun)
+    earlier = select(runs.c.id).where(runs.c.business_date == day, runs.c.id < run_id)
+    with session_scope(engine) as session:
+        session.execute(delete(items).where(items.c.run_id.in_(earlier.scalar_subquery())))

@@ -1,0 +1,93 @@
+"""Charges the merchant created (BCB ``cob``, ``cobv``, ``cobr``) as the API lists them:
+what is expected to be paid, against which received Pix are matched."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from reconcile.inbox import NewItem, dump_json
+from reconcile.models import ItemKind
+from reconcile.payloads import Amount, Tolerant
+from reconcile.timeutil import parse_timestamp
+
+CHARGE_KINDS = ("cob", "cobv", "cobr")
+
+
+class Calendario(Tolerant):
+    criacao: str | None = None
+    expiracao: int | None = None
+    dataDeVencimento: str | None = None
+    validadeAposVencimento: int | None = None
+
+
+class Valor(Tolerant):
+    original: Amount
+
+
+class Charge(Tolerant):
+    txid: str = Field(min_length=1, max_length=35)
+    status: str = Field(min_length=1, max_length=40)
+    revisao: int = 0
+    calendario: Calendario = Field(default_factory=Calendario)
+    valor: Valor
+
+    def created_at(self) -> datetime | None:
+        return parse_timestamp(self.calendario.criacao)
+
+    def expires_at(self) -> datetime | None:
+        created = self.created_at()
+        if created is None or self.calendario.expiracao is None:
+            return None
+        return created + timedelta(seconds=self.calendario.expiracao)
+
+    def due_date(self) -> date | None:
+        raw = self.calendario.dataDeVencimento
+        try:
+            return date.fromisoformat(raw) if raw else None
+        except ValueError:
+            return None
+
+    def payable_until(self) -> date | None:
+        due = self.due_date()
+        days = self.calendario.validadeAposVencimento
+        return due + timedelta(days=days) if due is not None and days is not None else None
+
+
+def charge_item(kind: str, raw: dict[str, Any]) -> NewItem:
+    if kind not in CHARGE_KINDS:
+        raise ValueError(f"not a charge kind: {kind}")
+    charge = Charge.model_validate(raw)
+    # A revision or a status change is a new fact about the charge.
+    return NewItem(
+        kind=ItemKind.CHARGE.value,
+        key=f"charge:{kind}:{charge.txid}:{charge.status}:{charge.revisao}",
+        payload=dump_json({"kind": kind, "data": raw}),
+    )
+
+
+class Invoice(Tolerant):
+    """An invoice of the accounts API. It carries no txid, so its payment cannot be
+    matched to a Pix: the provider's status is the only word on it."""
+
+    id: str = Field(min_length=1, max_length=100)
+    status: str = Field(min_length=1, max_length=40)
+    amount: Amount
+    dueDate: str | None = None
+    createdAt: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _text(cls, value: object) -> object:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def invoice_item(raw: dict[str, Any]) -> NewItem:
+    invoice = Invoice.model_validate(raw)
+    return NewItem(
+        kind=ItemKind.CHARGE.value,
+        key=f"charge:invoice:{invoice.id}:{invoice.status}",
+        payload=dump_json({"kind": "invoice", "data": raw}),
+    )

@@ -1,0 +1,61 @@
+"""What the accounts API reports about the account itself: statement lines and balances.
+
+They reach the inbox only by polling (``source=poll``), one item per line or snapshot."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, field_validator
+
+from reconcile.inbox import NewItem, dump_json
+from reconcile.models import ItemKind
+from reconcile.money import parse_amount
+from reconcile.payloads import Amount, Tolerant
+
+# A running balance may be negative (an infraction debit on an empty account).
+SignedAmount = Annotated[Decimal, BeforeValidator(parse_amount)]
+
+
+class StatementLine(Tolerant):
+    id: str = Field(min_length=1, max_length=100)
+    type: str = Field(min_length=1, max_length=16)
+    category: str | None = None
+    amount: Amount
+    balanceAfter: SignedAmount | None = None
+    endToEndId: str | None = None
+    originalEndToEndId: str | None = None
+    idempotencyKey: str | None = None
+    txId: str | None = None
+    infractionId: str | None = None
+    createdAt: str | None = None
+
+    @field_validator("id", "infractionId", mode="before")
+    @classmethod
+    def _text(cls, value: object) -> object:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class BalanceReading(Tolerant):
+    available: SignedAmount
+    takenAt: str
+
+
+def statement_item(line: dict[str, Any]) -> NewItem:
+    parsed = StatementLine.model_validate(line)
+    return NewItem(
+        kind=ItemKind.ACCOUNTS_STATEMENT.value,
+        key=f"statement:{parsed.id}",
+        payload=dump_json(line),
+    )
+
+
+def balance_item(available: Decimal, taken_at: datetime) -> NewItem:
+    stamp = taken_at.isoformat()
+    return NewItem(
+        kind=ItemKind.ACCOUNTS_BALANCE.value,
+        key=f"balance:{stamp}",
+        payload=dump_json({"available": available, "takenAt": stamp}),
+    )

@@ -1,0 +1,100 @@
+"""Polling the accounts API: the statement and balance (the provider's own books), MED
+infractions, and the current state of payouts still in flight. Everything enters the
+inbox as ``source=poll`` and is processed like a notification."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Protocol
+
+from sqlalchemy import Engine, select
+from sqlmodel import col
+
+from reconcile.db import session_scope
+from reconcile.inbox import NewItem
+from reconcile.logs import get_logger
+from reconcile.models import AccountMovement
+from reconcile.payloads.accounts import accounts_items
+from reconcile.payloads.charges import invoice_item
+from reconcile.payloads.statement import balance_item, statement_item
+from reconcile.polling import PollResult, store_polled, walk_and_store
+from reconcile.provider.errors import NotFound
+
+log = get_logger(__name__)
+
+OnNew = Callable[[list[int]], object] | None
+
+
+class AccountsSource(Protocol):
+    def get_payment_by_key(self, idempotency_key: str) -> dict[str, Any]: ...
+    def get_balance(self) -> Decimal: ...
+    def iter_invoices(self) -> Iterator[dict[str, Any]]: ...
+    def iter_statement(self, start: datetime, end: datetime) -> Iterator[dict[str, Any]]: ...
+    def iter_infractions(
+        self, *, status: str | None = ..., start: datetime | None = ..., end: datetime | None = ...
+    ) -> Iterator[dict[str, Any]]: ...
+
+
+def _notification(kind: str) -> Callable[[dict[str, Any]], NewItem]:
+    def to_item(data: dict[str, Any]) -> NewItem:
+        (item,) = accounts_items({"type": kind, "data": data})
+        return item
+
+    return to_item
+
+
+def poll_statement(
+    api: AccountsSource, engine: Engine, start: datetime, end: datetime, on_new: OnNew = None
+) -> PollResult:
+    return walk_and_store(engine, api.iter_statement(start, end), statement_item, on_new)
+
+
+def poll_balance(
+    api: AccountsSource, engine: Engine, taken_at: datetime, on_new: OnNew = None
+) -> PollResult:
+    item = balance_item(api.get_balance(), taken_at)
+    return PollResult(seen=1, new_ids=store_polled(engine, [item], on_new))
+
+
+def poll_infractions(
+    api: AccountsSource, engine: Engine, start: datetime, end: datetime, on_new: OnNew = None
+) -> PollResult:
+    found = api.iter_infractions(start=start, end=end)
+    return walk_and_store(engine, found, _notification("INFRACTION"), on_new)
+
+
+def poll_invoices(api: AccountsSource, engine: Engine, on_new: OnNew = None) -> PollResult:
+    """Invoices are expected payments too; the list is walked whole (no time filter)."""
+    return walk_and_store(engine, api.iter_invoices(), invoice_item, on_new)
+
+
+def poll_pending_payouts(
+    api: AccountsSource, engine: Engine, on_new: OnNew = None, *, limit: int = 500
+) -> PollResult:
+    """Payouts last seen PROCESSING: ask for their state now, so a settlement or
+    rejection whose notification never came is still recorded."""
+    with session_scope(engine) as session:
+        keys = list(
+            session.execute(
+                select(col(AccountMovement.idempotency_key))
+                .where(
+                    col(AccountMovement.type).in_(("TRANSFER", "CASHOUT")),
+                    col(AccountMovement.status) == "PROCESSING",
+                    col(AccountMovement.idempotency_key).is_not(None),
+                )
+                .distinct()
+                .limit(limit)
+            ).scalars()
+        )
+
+    def payments() -> Iterator[dict[str, Any]]:
+        for key in keys:
+            try:
+                yield api.get_payment_by_key(key)
+            except NotFound:
+                # Unknown to the provider: confirmation flags the notification.
+                log.info("payout_unknown_to_provider", idempotency_key=key)
+
+    return walk_and_store(engine, payments(), _notification("TRANSFER"), on_new)

@@ -1,0 +1,119 @@
+"""Shapes of the accounts API: its paths, exact amounts, and ``{meta, data}`` list walking.
+
+Kept apart from the client so that a deployment correcting a path, or a new list, touches
+one small module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from reconcile.provider.errors import InvalidResponse
+from reconcile.provider.paging import whole_number
+
+GetJson = Callable[[str, Mapping[str, str | int]], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class AccountsPaths:
+    """Every path of the family. Statement and list paths are the sandbox's guesses."""
+
+    token: str = "/oauth/token"  # noqa: S105 - a path, not a secret
+    payments: str = "/pix/payments"
+    payment: str = "/pix/payments/{end_to_end_id}"
+    payment_by_key: str = "/pix/payments/idempotencyKey/{key}"
+    balance: str = "/accounts/balances"
+    statement: str = "/accounts/statement"
+    infractions: str = "/infractions"
+    infraction: str = "/infractions/{id}"
+    invoices: str = "/invoices"
+    customers: str = "/customers"
+    webhooks: str = "/webhooks"
+    webhook: str = "/webhooks/{type}"
+
+
+def money(value: Any, where: str = "amount") -> Decimal:
+    """An amount as sent: a JSON number (already parsed as ``Decimal``), int or string."""
+    try:
+        if isinstance(value, bool) or not isinstance(value, Decimal | int | str):
+            raise TypeError
+        amount = Decimal(value.strip() if isinstance(value, str) else value)
+    except (TypeError, InvalidOperation):
+        raise InvalidResponse(f"{where} is not an amount: {value!r}", status=200) from None
+    if not amount.is_finite():
+        raise InvalidResponse(f"{where} is not a finite amount", status=200)
+    return amount
+
+
+def with_money(obj: Mapping[str, Any], *fields: str) -> dict[str, Any]:
+    """A copy of ``obj`` with the named amount fields as ``Decimal`` (nulls kept)."""
+    out = dict(obj)
+    for name in fields:
+        if out.get(name) is not None:
+            out[name] = money(out[name], name)
+    return out
+
+
+def payment_with_money(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A payout (TRANSFER ``data`` shape) with ``payment.amount`` and refund amounts exact."""
+    out = dict(body)
+    if isinstance(out.get("payment"), Mapping):
+        out["payment"] = with_money(out["payment"], "amount")
+    if isinstance(out.get("refunds"), list):
+        out["refunds"] = [
+            with_money(r, "pixRefundAmount") if isinstance(r, Mapping) else r
+            for r in out["refunds"]
+        ]
+    return out
+
+
+def _whole(value: Any) -> int | None:
+    """A whole number, also when sent as a string of digits."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return whole_number(value)
+
+
+def _next_page(meta: Mapping[str, Any], page: int, count: int, per_page: int) -> int | None:
+    if "nextPage" in meta:
+        following = _whole(meta["nextPage"])
+        if following is None:
+            return None  # an explicit null: this was the last page
+    elif (last := _whole(meta.get("lastPage"))) is not None:
+        following = page + 1 if page < last else None
+    else:
+        # No usable paging data: only a short page is known to be the last.
+        following = page + 1 if count >= per_page else None
+    if following is not None and following <= page:
+        # A provider bug would otherwise loop forever.
+        raise InvalidResponse(f"nextPage {following} does not advance from {page}", status=200)
+    return following
+
+
+def walk_pages(
+    get_json: GetJson, path: str, params: Mapping[str, str | int], per_page: int
+) -> Iterator[dict[str, Any]]:
+    """Every item of a ``{meta, data}`` list, fetched page by page (from 1) to the last.
+
+    Lazy: errors surface from the loop. An item added during the walk can shift pages
+    and appear twice; callers dedupe by the item's id (the inbox does, by unique key).
+    """
+    query: dict[str, str | int] = {**params, "perPage": per_page}
+    page = 1
+    while True:
+        query["page"] = page
+        body = get_json(path, query)
+        items = body.get("data")
+        if items is None:
+            items = []
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise InvalidResponse(f"GET {path}: 'data' is not a list of objects", status=200)
+        yield from items
+        meta = body.get("meta")
+        following = _next_page(meta if isinstance(meta, dict) else {}, page, len(items), per_page)
+        if not items or following is None:
+            return
+        page = following

@@ -1,0 +1,118 @@
+"""Authenticated JSON calls to a provider API with retries and typed errors.
+
+Shared by every API family of the provider; each family's client (``PixApi``, later the
+accounts client) only builds paths and parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import httpx
+
+from reconcile.provider.errors import ProviderError, ProviderUnavailable
+from reconcile.provider.oauth import TokenCache
+from reconcile.provider.responses import error_for, json_object, transport_error
+from reconcile.provider.retry import RetryPolicy
+
+log = logging.getLogger(__name__)
+
+_IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+# Failures where the request certainly never reached the server: safe to retry any method.
+_NOT_SENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+QueryParams = Mapping[str, str | int]
+
+
+class ApiTransport:
+    def __init__(
+        self,
+        base_url: str,
+        tokens: TokenCache,
+        http: httpx.Client,
+        *,
+        retry: RetryPolicy,
+        headers: Mapping[str, str] | None = None,
+        expired_token_types: Collection[str] = (),
+    ) -> None:
+        """``headers`` go on every call (e.g. ``x-account-id``). ``expired_token_types``
+        are problem ``type`` codes meaning "token expired" (e.g. ``onz-0018``): they get
+        the one token refresh a 401 gets, whatever status they come with."""
+        self._base_url = base_url.rstrip("/")
+        self._tokens = tokens
+        self._http = http
+        self._retry = retry
+        self._headers = {"Accept": "application/json", **(headers or {})}
+        self._expired_token_types = frozenset(expired_token_types)
+
+    def get_json(self, path: str, params: QueryParams | None = None) -> dict[str, Any]:
+        return self.request_json("GET", path, params=params)
+
+    def request_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: QueryParams | None = None,
+        body: Any = None,
+        idempotent: bool | None = None,
+    ) -> dict[str, Any]:
+        """Send, retrying what is safe to retry, and return the JSON object answered.
+
+        Non-idempotent requests are retried only when the server certainly did not act
+        (connection never made, or 429). A 401 triggers one token refresh, not a retry.
+        """
+        method = method.upper()
+        safe = idempotent if idempotent is not None else method in _IDEMPOTENT_METHODS
+        url = self._base_url + path
+        content = None if body is None else json.dumps(body, default=str).encode("utf-8")
+        headers = dict(self._headers)
+        if content is not None:
+            headers["Content-Type"] = "application/json"
+        failures = 0
+        refreshed = False
+        while True:
+            token: str | None = None
+            retryable = safe
+            try:
+                token = self._tokens.get()
+                headers["Authorization"] = f"Bearer {token}"
+                response = self._http.request(
+                    method, url, params=params, content=content, headers=headers
+                )
+            except ProviderUnavailable as exc:
+                # The token endpoint failed; fetching a token changes nothing remotely.
+                error: ProviderError = exc
+                retryable = True
+            except httpx.TransportError as exc:
+                error = transport_error(exc, method, httpx.URL(url))
+                error.__cause__ = exc
+                retryable = safe or isinstance(exc, _NOT_SENT_ERRORS)
+            else:
+                if response.is_success:
+                    return json_object(response) if response.content else {}
+                error = error_for(response)
+                if not refreshed and token is not None and self._token_rejected(error):
+                    refreshed = True
+                    self._tokens.invalidate(token)
+                    continue
+                retryable = safe or response.status_code == 429
+
+            if not (retryable and isinstance(error, ProviderUnavailable)):
+                raise error
+            failures += 1
+            delay = self._retry.delay(failures, error.retry_after)
+            if delay is None:
+                raise error
+            log.warning("provider call failed, retrying in %.2fs: %s", delay, error)
+            self._retry.sleep(delay)
+
+    def _token_rejected(self, error: ProviderError) -> bool:
+        if error.status == 401:
+            return True
+        # A type may be a bare code or a URL ending in one.
+        code = (error.type or "").rstrip("/").rsplit("/", 1)[-1]
+        return code in self._expired_token_types

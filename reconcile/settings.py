@@ -1,0 +1,129 @@
+"""Configuration from the environment (prefix ``PIXRECON_``) and an optional ``.env`` file."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite:///pixrecon.db"
+
+
+def _split_csv(value: object) -> object:
+    # Comma-separated env values are friendlier for operators than JSON lists.
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+CsvList = Annotated[list[str], NoDecode]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="PIXRECON_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    database_url: str = DEFAULT_DATABASE_URL
+    broker_url: str | None = None
+
+    webhook_secret_header: str = "X-Webhook-Secret"  # noqa: S105 (a header name)
+    webhook_secrets: CsvList = Field(default_factory=list)
+    allow_ips: CsvList = Field(default_factory=list)
+    trusted_proxies: CsvList = Field(default_factory=list)
+    insecure_no_auth: bool = False
+    max_body_bytes: int = Field(default=65536, gt=0)
+
+    # Which defences guard each route family ("secret", "ip", "mtls", "hmac"); empty means
+    # every defence that is configured. Several listed means all of them must pass.
+    qrcode_auth: CsvList = Field(default_factory=list)
+    accounts_auth: CsvList = Field(default_factory=list)
+    # Mutual TLS. Terminated by `pixrecon serve` itself (certificate, key and the CA that
+    # signs client certificates) ...
+    tls_certfile: str | None = None
+    tls_keyfile: str | None = None
+    tls_client_ca: str | None = None
+    # ... or by a proxy (nginx, Caddy) that passes the verification result in a header,
+    # believed only when the request comes from a trusted proxy.
+    mtls_verified_header: str | None = None
+    mtls_verified_value: str = "SUCCESS"
+    mtls_subject_header: str | None = None
+    mtls_allowed_subjects: CsvList = Field(default_factory=list)
+    # Standard Webhooks signatures (webhook-id, webhook-timestamp, webhook-signature),
+    # for providers that sign; several secrets for rotation ("whsec_<base64>" or raw).
+    hmac_secrets: CsvList = Field(default_factory=list)
+    hmac_tolerance_seconds: int = Field(default=300, gt=0)
+    # Rejected deliveries keep their metadata (and the body, when authenticated) for
+    # forensics; the oldest are pruned beyond this many rows.
+    quarantine_max_rows: int = Field(default=10_000, gt=0)
+
+    # Worker side: threads of the in-process worker, and the sweeper that re-dispatches
+    # committed-but-unprocessed inbox rows (the broker is only a wake-up signal).
+    worker_threads: int = Field(default=4, gt=0)
+    sweep_interval_seconds: float = Field(default=10.0, gt=0)
+    redispatch_after_seconds: float = Field(default=30.0, gt=0)
+    sweep_batch_size: int = Field(default=500, gt=0)
+    # /healthz turns 503 when the oldest unprocessed inbox row is older than this.
+    health_max_lag_seconds: float = Field(default=300.0, gt=0)
+
+    # The provider's QR code (BCB Pix) API; client certificate for its mutual TLS.
+    pix_api_url: str | None = None
+    pix_client_id: str | None = None
+    pix_client_secret: str | None = None
+    pix_client_cert: str | None = None
+    pix_client_key: str | None = None
+    pix_ca_bundle: str | None = None
+    # The provider's accounts (cash-out) API, with its own credentials and certificate.
+    accounts_api_url: str | None = None
+    accounts_client_id: str | None = None
+    accounts_client_secret: str | None = None
+    accounts_account_id: str | None = None
+    accounts_client_cert: str | None = None
+    accounts_client_key: str | None = None
+    accounts_ca_bundle: str | None = None
+
+    # Confirm-by-API (DESIGN §1.5): "api" looks every notified movement up before its
+    # money counts; "none" trusts webhooks (only for providers that sign, say).
+    confirm_policy: str = Field(default="api", pattern="^(api|none)$")
+    # A notified movement the API does not know yet stays pending this long, then it is
+    # flagged unconfirmed_webhook (the provider's own lists can lag).
+    confirm_grace_seconds: float = Field(default=900.0, gt=0)
+    confirm_batch_size: int = Field(default=100, gt=0)
+    # Polling is a primary source. Each window starts `overlap` before the previous one
+    # ended, so a Pix booked late with an earlier time is still seen.
+    poll_pix_interval_seconds: float = Field(default=60.0, gt=0)
+    poll_accounts_interval_seconds: float = Field(default=300.0, gt=0)
+    poll_overlap_seconds: float = Field(default=900.0, ge=0)
+    poll_initial_lookback_seconds: float = Field(default=86400.0, gt=0)
+    # The worker reconciles the current business day this often, with the same engine as
+    # the nightly command, so dashboards are never more than this far behind.
+    reconcile_interval_seconds: float = Field(default=300.0, gt=0)
+    scheduler_enabled: bool = True
+
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    @field_validator(
+        "webhook_secrets",
+        "allow_ips",
+        "trusted_proxies",
+        "qrcode_auth",
+        "accounts_auth",
+        "mtls_allowed_subjects",
+        "hmac_secrets",
+        mode="before",
+    )
+    @classmethod
+    def _csv(cls, value: object) -> object:
+        return _split_csv(value)
+
+    @property
+    def uses_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

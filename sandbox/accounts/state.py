@@ -1,0 +1,166 @@
+"""The accounts (cash-out) side of the simulated provider, driven by tests and the demo.
+
+One ``AccountsState`` hangs off each ``SandboxProvider`` as ``provider.accounts`` and
+reads the provider's Pix ledger, so a Pix received on the QR code side is a credit here.
+It has its own OAuth clients, faults and request counts, as the real API family has its
+own base URL and credentials.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+from sandbox.accounts.defaults import (
+    DEFAULT_ACCOUNT_ID,
+    DEFAULT_ACCOUNT_ISSUER,
+    DEFAULT_ACCOUNT_NUMBER,
+    DEFAULT_ACCOUNTS_CLIENT_ID,
+    DEFAULT_ACCOUNTS_CLIENT_SECRET,
+    DEFAULT_ACCOUNTS_TOKEN_LIFETIME_SECONDS,
+    DEFAULT_MERCHANT_DOCUMENT,
+    DEFAULT_MERCHANT_NAME,
+    DEFAULT_OPENING_BALANCE,
+    DEFAULT_TOKEN_RATE_LIMIT,
+    DEFAULT_TOKEN_RATE_WINDOW_SECONDS,
+)
+from sandbox.accounts.directory import Directory
+from sandbox.accounts.infractions import InfractionBook
+from sandbox.accounts.payments import PaymentBook, PaymentRequest
+from sandbox.accounts.statement import Movement, balance_of, pix_movements, statement_lines
+from sandbox.accounts.tokens import AccountsClient, AccountsTokens
+from sandbox.clock import Clock
+from sandbox.faults import ScriptedEndpoints
+from sandbox.ledger import PixLedger, format_amount
+
+
+class AccountsState(ScriptedEndpoints):
+    def __init__(
+        self,
+        *,
+        ledger: PixLedger,
+        ispb: str,
+        clock: Clock,
+        seed: int | None = None,
+        account_id: str = DEFAULT_ACCOUNT_ID,
+        opening_balance: Decimal = DEFAULT_OPENING_BALANCE,
+        register_default_client: bool = True,
+    ) -> None:
+        super().__init__()
+        self.account_id = account_id
+        self.opening_balance = opening_balance
+        self.clock = clock
+        # "ms" is what the provider sends; "s" lets tests prove clients accept both.
+        self.expires_at_unit: Literal["ms", "s"] = "ms"
+        self._ledger = ledger
+        self.tokens = AccountsTokens(
+            lifetime_seconds=DEFAULT_ACCOUNTS_TOKEN_LIFETIME_SECONDS,
+            rate_limit=DEFAULT_TOKEN_RATE_LIMIT,
+            rate_window_seconds=DEFAULT_TOKEN_RATE_WINDOW_SECONDS,
+            clock=clock,
+        )
+        debtor = {
+            "ispb": ispb,
+            "issuer": DEFAULT_ACCOUNT_ISSUER,
+            "number": DEFAULT_ACCOUNT_NUMBER,
+            "accountType": "CACC",
+            "document": DEFAULT_MERCHANT_DOCUMENT,
+            "name": DEFAULT_MERCHANT_NAME,
+        }
+        # A generator of its own: payouts must not shift the QR side's seeded ids.
+        rng = random.Random(seed)
+        self.payments = PaymentBook(ispb=ispb, debtor=debtor, rng=rng, clock=clock)
+        self.infractions = InfractionBook(clock=clock)
+        self.directory = Directory(clock=clock)
+        if register_default_client:
+            self.register_client(
+                DEFAULT_ACCOUNTS_CLIENT_ID, DEFAULT_ACCOUNTS_CLIENT_SECRET, [account_id]
+            )
+
+    # -- OAuth, faults, accounting -----------------------------------------------------
+
+    def register_client(
+        self, client_id: str, secret: str, account_ids: Iterable[str]
+    ) -> AccountsClient:
+        return self.tokens.register_client(client_id, secret, frozenset(account_ids))
+
+    def expire_tokens(self) -> None:
+        self.tokens.expire_all()
+
+    # -- Payouts -----------------------------------------------------------------------
+
+    def create_payment(
+        self,
+        idempotency_key: str,
+        amount: Decimal,
+        *,
+        pix_key: str | None = None,
+        creditor_account: dict[str, Any] | None = None,
+        description: str | None = None,
+    ) -> dict[str, Any]:
+        """What ``POST /pix/payments`` does, for tests that need a payout without HTTP."""
+        request = PaymentRequest(idempotency_key, amount, pix_key, creditor_account, description)
+        return self.payments.create(request)[0]
+
+    def settle_payment(self, key: str) -> dict[str, Any]:
+        return self.payments.settle(key)
+
+    def reject_payment(self, key: str, error_code: str = "AC03") -> dict[str, Any]:
+        return self.payments.reject(key, error_code)
+
+    def cancel_payment(self, key: str) -> dict[str, Any]:
+        return self.payments.cancel(key)
+
+    def refund_payment(self, key: str, amount: Decimal) -> dict[str, Any]:
+        return self.payments.refund(key, amount)
+
+    # -- Infractions (MED) -------------------------------------------------------------
+
+    def pix(self, end_to_end_id: str) -> dict[str, Any]:
+        """A Pix received on the QR code side (the shared ledger); ``KeyError`` if unknown."""
+        pix = self._ledger.get(end_to_end_id)
+        if pix is None:
+            raise KeyError(f"no Pix received with endToEndId {end_to_end_id}")
+        return pix
+
+    def open_infraction(
+        self, end_to_end_id: str, amount: Decimal, *, reason: str = "FRAUD"
+    ) -> dict[str, Any]:
+        """Open a MED case against a Pix the merchant received (on the QR code side)."""
+        pix = self.pix(end_to_end_id)
+        format_amount(amount)
+        if amount > Decimal(pix["valor"]):
+            raise ValueError("an infraction cannot exceed the Pix amount")
+        return self.infractions.open(end_to_end_id, amount, reason)
+
+    def close_infraction(self, infraction_id: str, debit: bool) -> dict[str, Any]:
+        return self.infractions.close(infraction_id, debit=debit)
+
+    # -- Invoices, customers, webhooks -------------------------------------------------
+
+    def add_customer(self, name: str, document: str, email: str | None = None) -> dict[str, Any]:
+        return self.directory.add_customer(name, document, email)
+
+    def add_invoice(self, amount: Decimal, **options: Any) -> dict[str, Any]:
+        return self.directory.add_invoice(amount, **options)
+
+    # -- Balance and statement ---------------------------------------------------------
+
+    def movements(self) -> list[Movement]:
+        return [
+            *pix_movements(self._ledger.all()),
+            *self.payments.movements(),
+            *self.infractions.movements(),
+        ]
+
+    def balance(self) -> Decimal:
+        """Opening balance + credits - debits, from the same movements as the statement."""
+        return balance_of(self.opening_balance, self.movements()).quantize(Decimal("0.01"))
+
+    def statement(
+        self, start: datetime | None = None, end: datetime | None = None
+    ) -> list[dict[str, Any]]:
+        return statement_lines(self.opening_balance, self.movements(), start, end)

@@ -1,0 +1,220 @@
+"""Charges the merchant created: immediate (``cob``) and due-date (``cobv``) ones.
+
+Paying a charge books a Pix with its txid in the ``PixLedger``, so ``GET /pix`` and
+``GET /cob/{txid}`` always agree. The status is the BCB *registration* status, computed
+from the sandbox clock when read.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, time, timedelta
+from decimal import Decimal
+from typing import Any, Final, Literal
+from zoneinfo import ZoneInfo
+
+from sandbox.charge_payloads import ChargeTerms
+from sandbox.clock import Clock, format_rfc3339, to_millis
+from sandbox.defaults import DEFAULT_PAYER_NAME
+from sandbox.ledger import PixLedger, format_amount
+from sandbox.listing import ListRequest
+
+ChargeKind = Literal["cob", "cobv"]
+
+ACTIVE: Final = "ATIVA"
+CONCLUDED: Final = "CONCLUIDA"
+REMOVED_BY_MERCHANT: Final = "REMOVIDA_PELO_USUARIO_RECEBEDOR"
+REMOVED_BY_PSP: Final = "REMOVIDA_PELO_PSP"
+# Due dates are calendar days of the payer, who is in Brazil.
+BUSINESS_TZ: Final = ZoneInfo("America/Sao_Paulo")
+
+
+class ChargeNotPayable(ValueError):
+    """The charge is removed or expired: a payer's PSP would refuse to pay it."""
+
+
+@dataclass(slots=True)
+class _Charge:
+    kind: ChargeKind
+    txid: str
+    created: datetime
+    terms: ChargeTerms
+    location: str
+    expires_at: datetime  # the first instant at which it can no longer be paid
+    removed: str | None = None
+    concluded: bool = False
+    e2eids: list[str] = field(default_factory=list)
+
+    @property
+    def sort_key(self) -> tuple[datetime, str]:
+        return (self.created, self.txid)
+
+
+def _expiry(kind: ChargeKind, created: datetime, terms: ChargeTerms) -> datetime:
+    if kind == "cob":
+        return created + timedelta(seconds=terms.expiracao)
+    if terms.due_date is None:
+        raise ValueError("a due-date charge needs a due date")
+    # Payable until the end of the last valid day, "em qualquer horário do dia". Weekends
+    # and holidays would postpone the due date; the sandbox has no holiday calendar.
+    last_day = terms.due_date + timedelta(days=terms.validity_days)
+    return datetime.combine(last_day + timedelta(days=1), time(), BUSINESS_TZ)
+
+
+class ChargeBook:
+    """``cob`` and ``cobv`` by txid (one namespace: a Pix's txid names one charge).
+
+    ``expired_status`` is what an expired, unpaid charge reports. The spec says the
+    registration status ignores expiry, so the default keeps it ``ATIVA`` (clients read
+    the expiry from ``calendario``); set ``REMOVIDA_PELO_PSP`` to mimic PSPs that remove
+    expired charges.
+    """
+
+    def __init__(
+        self,
+        *,
+        ledger: PixLedger,
+        rng: random.Random,
+        clock: Clock,
+        location_host: str,
+        merchant: Mapping[str, str],
+    ) -> None:
+        self._lock = threading.Lock()
+        self._ledger = ledger
+        self._rng = rng
+        self._clock = clock
+        self._location_host = location_host
+        self._merchant = dict(merchant)
+        self._by_txid: dict[str, _Charge] = {}
+        self.expired_status: str = ACTIVE
+
+    def create(self, kind: ChargeKind, txid: str, terms: ChargeTerms) -> dict[str, Any]:
+        """Register a charge; ``ValueError`` when the txid is already used."""
+        with self._lock:
+            if txid in self._by_txid:
+                raise ValueError(f"txid {txid} is already used by a charge")
+            created = to_millis(self._clock())
+            location = f"{self._location_host}/qr/v2/{self._rng.getrandbits(128):032x}"
+            charge = _Charge(kind, txid, created, terms, location, _expiry(kind, created, terms))
+            self._by_txid[txid] = charge
+            return self._render(charge, created)
+
+    def kind_of(self, txid: str) -> ChargeKind | None:
+        with self._lock:
+            charge = self._by_txid.get(txid)
+            return charge.kind if charge is not None else None
+
+    def get(self, kind: ChargeKind, txid: str) -> dict[str, Any] | None:
+        with self._lock:
+            charge = self._by_txid.get(txid)
+            if charge is None or charge.kind != kind:
+                return None
+            return self._render(charge, self._clock())
+
+    def is_expired(self, txid: str) -> bool:
+        with self._lock:
+            return self._clock() >= self._by_txid[txid].expires_at
+
+    def query(self, kind: ChargeKind, request: ListRequest) -> list[dict[str, Any]]:
+        """Charges created within the window that match the filters, oldest first."""
+        now = self._clock()
+        wanted = request.filters
+        with self._lock:
+            charges = sorted(
+                (c for c in self._by_txid.values() if c.kind == kind and request.covers(c.created)),
+                key=lambda c: c.sort_key,
+            )
+            rendered = [self._render(c, now) for c in charges]
+        devedor_keys = ("cpf", "cnpj")
+        return [
+            body
+            for body in rendered
+            if all(body.get("devedor", {}).get(k) == wanted[k] for k in devedor_keys if k in wanted)
+            and ("status" not in wanted or body["status"] == wanted["status"])
+        ]
+
+    def pay(
+        self,
+        txid: str,
+        amount: Decimal | None,
+        *,
+        payer_cpf: str | None,
+        payer_cnpj: str | None,
+        payer_name: str | None,
+        horario: datetime | None,
+    ) -> dict[str, Any]:
+        """Book a Pix for the charge and conclude it; see ``SandboxProvider.pay_charge``."""
+        at = to_millis(horario if horario is not None else self._clock())
+        with self._lock:
+            charge = self._by_txid.get(txid)
+            if charge is None:
+                raise KeyError(f"no charge with txid {txid}")
+            if charge.removed is not None:
+                raise ChargeNotPayable(f"charge {txid} is {charge.removed}")
+            if at >= charge.expires_at:
+                raise ChargeNotPayable(f"charge {txid} expired at {charge.expires_at}")
+            devedor = charge.terms.devedor or {}
+            if payer_cpf is None and payer_cnpj is None:
+                payer_cpf, payer_cnpj = devedor.get("cpf"), devedor.get("cnpj")
+            pix = self._ledger.receive(
+                amount if amount is not None else charge.terms.amount,
+                txid=txid,
+                payer_cpf=payer_cpf,
+                payer_cnpj=payer_cnpj,
+                payer_name=payer_name or devedor.get("nome") or DEFAULT_PAYER_NAME,
+                horario=at,
+                chave=charge.terms.chave,
+            )
+            charge.e2eids.append(pix["endToEndId"])
+            charge.concluded = True
+            return pix
+
+    def remove(self, txid: str, *, by_psp: bool = False) -> dict[str, Any]:
+        """Remove an unpaid charge, as ``PATCH`` with a ``REMOVIDA_…`` status does."""
+        with self._lock:
+            charge = self._by_txid[txid]
+            if charge.concluded or charge.removed is not None:
+                raise ValueError(f"charge {txid} is no longer ATIVA")
+            charge.removed = REMOVED_BY_PSP if by_psp else REMOVED_BY_MERCHANT
+            return self._render(charge, self._clock())
+
+    def _status(self, charge: _Charge, now: datetime) -> str:
+        if charge.removed is not None:
+            return charge.removed
+        if charge.concluded:
+            return CONCLUDED
+        return self.expired_status if now >= charge.expires_at else ACTIVE
+
+    def _render(self, charge: _Charge, now: datetime) -> dict[str, Any]:
+        terms = charge.terms
+        calendario: dict[str, Any] = {"criacao": format_rfc3339(charge.created)}
+        if charge.kind == "cob":
+            calendario["expiracao"] = terms.expiracao
+        else:
+            calendario["dataDeVencimento"] = str(terms.due_date)
+            calendario["validadeAposVencimento"] = terms.validity_days
+        body: dict[str, Any] = {
+            "calendario": calendario,
+            "txid": charge.txid,
+            "revisao": 0,
+            "location": charge.location,
+            "status": self._status(charge, now),
+        }
+        if terms.devedor is not None:
+            body["devedor"] = dict(terms.devedor)
+        if charge.kind == "cobv":
+            body["recebedor"] = dict(self._merchant)
+        body["valor"] = {"original": format_amount(terms.amount)}
+        body["chave"] = terms.chave
+        if terms.solicitacao_pagador is not None:
+            body["solicitacaoPagador"] = terms.solicitacao_pagador
+        if terms.info_adicionais is not None:
+            body["infoAdicionais"] = copy.deepcopy(terms.info_adicionais)
+        pix = [self._ledger.get(e2eid) for e2eid in charge.e2eids]
+        if pix:
+            body["pix"] = [p for p in pix if p is not None]
+        return body

@@ -1,0 +1,212 @@
+"""The ground truth of a scenario run: what really happened and what was delivered how.
+
+Tests compare a receiver's records with this. Amounts are integer centavos, instants are
+aware UTC; ``ref`` is always the scenario's own name for a thing, ``key`` the provider's
+identifier (endToEndId, rtrId, idempotency key, infraction id).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+Channel = Literal["pix", "rec", "cobr", "accounts"]
+MovementKind = Literal["pix_received", "pix_refund", "payout", "payout_return", "infraction_debit"]
+FaultName = Literal["none", "drop", "duplicate", "delay"]
+
+# The provider's statement category of each kind of movement (sandbox.accounts.statement).
+STATEMENT_CATEGORY: Final[Mapping[str, str]] = {
+    "pix_received": "PIX_RECEIVED",
+    "pix_refund": "PIX_REFUND_SENT",
+    "payout": "PIX_PAYMENT",
+    "payout_return": "PIX_PAYMENT_REFUND",
+    "infraction_debit": "INFRACTION_DEBIT",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Movement:
+    """A Pix in or out, a refund, a payout or its return, a MED debit — in its final state.
+
+    ``booked`` says whether money moved (a settled refund, a LIQUIDATED payout...); only
+    booked movements count in the totals and appear in the statement.
+    """
+
+    ref: str
+    kind: MovementKind
+    key: str  # endToEndId | rtrId | idempotency key | return endToEndId | infraction id
+    amount_cents: int
+    status: str
+    booked: bool
+    credit: bool
+    at: dt.datetime  # booked at (or requested at, when it never was)
+    end_to_end_id: str | None = None
+    txid: str | None = None
+    original_end_to_end_id: str | None = None  # the Pix or payout it belongs to
+    idempotency_key: str | None = None
+    error_code: str | None = None
+    charge: str | None = None  # ref of the charge or recurring charge it pays
+
+    @property
+    def statement_category(self) -> str:
+        return STATEMENT_CATEGORY[self.kind]
+
+    @property
+    def signed_cents(self) -> int:
+        return self.amount_cents if self.credit else -self.amount_cents
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationRecord:
+    """One notification (one item of one POST body) and what became of it.
+
+    ``keys`` name what it is about: ``pix:{e2e}``, ``refund:{rtrId}:{status}``,
+    ``rec:{idRec}:{status}``, ``cobr:{txid}:{status}:{attempts}``,
+    ``accounts:{TYPE}:{idempotencyKey|id}:{status}[:r{returns}]``; ``identity`` joins them
+    and is what ``sandbox.scenario.identity.identities_of`` reads back from a body.
+    """
+
+    id: str
+    channel: Channel
+    url: str
+    identity: str
+    keys: tuple[str, ...]
+    source: str  # where the scenario says it (``events[3]``)
+    at: dt.datetime  # scenario time of the event that caused it
+    fault: FaultName
+    forged: bool
+    copies_planned: int
+    copies_acknowledged: int
+    positions: tuple[int, ...]  # indexes among all POSTs of the run, one per copy sent
+    delay_seconds: float | None
+    payload: Mapping[str, Any] = field(repr=False)  # the item as posted
+
+    @property
+    def delivered(self) -> bool:
+        return self.copies_acknowledged > 0
+
+
+@dataclass(frozen=True, slots=True)
+class ApiFaultRecord:
+    source: str
+    at: dt.datetime
+    api: str  # qrcode | accounts | both
+    description: str
+    position: int  # armed before this POST index (== number of POSTs sent before it)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedPayment:
+    """A charge (cob, cobv) or recurring charge and how the day left it, in the
+    vocabulary of DESIGN §5: paid, underpaid, overpaid, paid_twice, unpaid, expired,
+    refunded, partially_refunded (settled refunds win over the payment outcome)."""
+
+    ref: str
+    kind: Literal["cob", "cobv", "cobr"]
+    txid: str
+    amount_cents: int
+    paid_cents: int
+    refunded_cents: int
+    payments: tuple[str, ...]  # endToEndIds of the Pix that paid it
+    outcome: str
+    provider_status: str  # as GET /cob|cobv|cobr shows it at the end of the day
+
+
+@dataclass(frozen=True, slots=True)
+class InfractionRecord:
+    ref: str
+    id: str
+    end_to_end_id: str
+    amount_cents: int
+    status: str  # OPEN | CLOSED
+    debited: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DayTotals:
+    """Booked money of the day. ``credits``: Pix received and payout returns; ``debits``:
+    payouts, refunds sent and MED debits; ``refunds``: the refunds (devoluções) sent,
+    a part of the debits. ``by_category`` uses the statement's categories."""
+
+    credits_cents: int
+    debits_cents: int
+    refunds_cents: int
+    by_category: Mapping[str, int]
+
+    @property
+    def net_cents(self) -> int:
+        return self.credits_cents - self.debits_cents
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioOutcome:
+    name: str
+    date: dt.date
+    seed: int
+    day_start: dt.datetime  # the business day in UTC, [day_start, day_end)
+    day_end: dt.datetime
+    opening_balance_cents: int
+    closing_balance_cents: int  # opening + credits - debits, from the movements above
+    totals: DayTotals
+    movements: tuple[Movement, ...]
+    payments: tuple[ExpectedPayment, ...]
+    infractions: tuple[InfractionRecord, ...]
+    notifications: tuple[NotificationRecord, ...]
+    api_faults: tuple[ApiFaultRecord, ...]
+    refs: Mapping[str, str]  # scenario ref → provider id (e2e, rtrId, txid, idRec, ...)
+    posts_sent: int
+
+    def movement(self, ref: str) -> Movement:
+        return next(m for m in self.movements if m.ref == ref)
+
+    def movements_of(self, kind: MovementKind) -> tuple[Movement, ...]:
+        return tuple(m for m in self.movements if m.kind == kind)
+
+    def _with(self, fault: FaultName) -> tuple[NotificationRecord, ...]:
+        return tuple(n for n in self.notifications if n.fault == fault)
+
+    @property
+    def dropped(self) -> tuple[NotificationRecord, ...]:
+        return self._with("drop")
+
+    @property
+    def duplicated(self) -> tuple[NotificationRecord, ...]:
+        return self._with("duplicate")
+
+    @property
+    def delayed(self) -> tuple[NotificationRecord, ...]:
+        return self._with("delay")
+
+    @property
+    def forged(self) -> tuple[NotificationRecord, ...]:
+        return tuple(n for n in self.notifications if n.forged)
+
+    @property
+    def forged_end_to_end_ids(self) -> tuple[str, ...]:
+        return tuple(str(n.payload["endToEndId"]) for n in self.forged if n.channel == "pix")
+
+    @property
+    def forged_idempotency_keys(self) -> tuple[str, ...]:
+        return tuple(
+            str(n.payload["data"]["idempotencyKey"]) for n in self.forged if n.channel == "accounts"
+        )
+
+    @property
+    def notified_pix(self) -> frozenset[str]:
+        """endToEndIds of real Pix some acknowledged notification carried."""
+        return frozenset(
+            key.removeprefix("pix:")
+            for n in self.notifications
+            if n.delivered and not n.forged
+            for key in n.keys
+            if key.startswith("pix:")
+        )
+
+    @property
+    def pix_only_by_polling(self) -> tuple[str, ...]:
+        """Pix received that no notification announced (no txid, or dropped): a receiver
+        learns of them only from the API."""
+        notified = self.notified_pix
+        return tuple(m.key for m in self.movements_of("pix_received") if m.key not in notified)

@@ -1,0 +1,208 @@
+"""Run a scenario: apply its day to a provider, deliver the notifications, tell the truth."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import date
+
+import httpx
+
+from sandbox.defaults import DEFAULT_TOKEN_LIFETIME_SECONDS
+from sandbox.scenario.api_faults import arm, describe
+from sandbox.scenario.book import DayBook
+from sandbox.scenario.clock import ScenarioClock
+from sandbox.scenario.delivery import Sender, plan, play
+from sandbox.scenario.fields import Delay, Drop, Duplicate, to_cents
+from sandbox.scenario.model import Scenario, day_bounds
+from sandbox.scenario.outcome import (
+    ApiFaultRecord,
+    DayTotals,
+    ExpectedPayment,
+    FaultName,
+    Movement,
+    NotificationRecord,
+    ScenarioOutcome,
+)
+from sandbox.state import SandboxProvider
+
+
+def scenario_provider(
+    scenario: Scenario, *, token_lifetime_seconds: float = DEFAULT_TOKEN_LIFETIME_SECONDS
+) -> SandboxProvider:
+    """A fresh provider for ``scenario``: its seed, its opening balance, a scenario clock."""
+    provider = SandboxProvider(
+        seed=scenario.seed,
+        clock=ScenarioClock(),
+        token_lifetime_seconds=token_lifetime_seconds,
+    )
+    provider.accounts.opening_balance = scenario.opening_balance
+    return provider
+
+
+def run_scenario(
+    scenario: Scenario,
+    provider: SandboxProvider,
+    *,
+    qrcode_webhook_url: str,
+    accounts_webhook_url: str,
+    secret_header: str | None = None,
+    secret: str | None = None,
+    client: httpx.Client | None = None,
+    day: date | None = None,
+    max_attempts: int = 3,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ScenarioOutcome:
+    """Apply the day to ``provider`` (from ``scenario_provider``), then POST its
+    notifications with their faults to ``{qrcode_webhook_url}/pix|/rec|/cobr`` and to
+    ``accounts_webhook_url``. ``day`` replaces the scenario's date (default: its ``date``,
+    else today in America/Sao_Paulo). Returns the ground truth; raises ``ScenarioError``
+    when the day cannot happen on this provider."""
+    if len(provider.ledger) or len(provider.accounts.payments):
+        raise ValueError("run a scenario on a fresh provider: its truth is the whole book")
+    day = day if day is not None else scenario.business_date()
+    provider.accounts.opening_balance = scenario.opening_balance
+    book = DayBook(scenario, provider, day)
+    try:
+        book.run()
+        payments = _expected_payments(book)
+    finally:
+        # Even a day that failed halfway must not leave the sandbox's time frozen.
+        book.clock.release()
+
+    owned = client is None
+    http = client if client is not None else httpx.Client(timeout=5.0)
+    try:
+        sender = Sender(
+            provider,
+            qrcode_url=qrcode_webhook_url,
+            accounts_url=accounts_webhook_url,
+            secret_header=secret_header,
+            secret=secret,
+            client=http,
+            max_attempts=max_attempts,
+        )
+        sequence, last = plan(
+            book.notifications, book.api_faults, reorder=scenario.reorder, seed=scenario.seed
+        )
+        result = play(
+            sequence,
+            last,
+            sender.post,
+            lambda index: arm(provider, book.api_faults[index].fault),
+            sleep=sleep,
+        )
+    finally:
+        if owned:
+            http.close()
+
+    notifications = []
+    for note in book.notifications:
+        fault: FaultName = "none"
+        planned = 1
+        if isinstance(note.delivery, Drop):
+            fault, planned = "drop", 0
+        elif isinstance(note.delivery, Duplicate):
+            fault, planned = "duplicate", note.delivery.copies
+        elif isinstance(note.delivery, Delay):
+            fault = "delay"
+        notifications.append(
+            NotificationRecord(
+                id=note.id,
+                channel=note.channel,
+                url=sender.url(note),
+                identity=" ".join(note.keys),
+                keys=note.keys,
+                source=note.source,
+                at=note.at,
+                fault=fault,
+                forged=note.forged,
+                copies_planned=planned,
+                copies_acknowledged=result.acknowledged[note.id],
+                positions=tuple(result.positions[note.id]),
+                delay_seconds=note.delivery.seconds if isinstance(note.delivery, Delay) else None,
+                payload=note.payload,
+            )
+        )
+    faults = tuple(
+        ApiFaultRecord(f.source, f.at, f.fault.api, describe(f.fault), result.fault_positions[i])
+        for i, f in enumerate(book.api_faults)
+    )
+    movements = tuple(sorted(book.movements.values(), key=lambda m: (m.at, m.ref)))
+    totals = _totals(movements)
+    opening = to_cents(scenario.opening_balance)
+    start, end = day_bounds(day)
+    return ScenarioOutcome(
+        name=scenario.name,
+        date=day,
+        seed=scenario.seed,
+        day_start=start,
+        day_end=end,
+        opening_balance_cents=opening,
+        closing_balance_cents=opening + totals.net_cents,
+        totals=totals,
+        movements=movements,
+        payments=payments,
+        infractions=tuple(book.infractions.values()),
+        notifications=tuple(notifications),
+        api_faults=faults,
+        refs=dict(book.refs),
+        posts_sent=result.posts,
+    )
+
+
+def _totals(movements: tuple[Movement, ...]) -> DayTotals:
+    booked = [m for m in movements if m.booked]
+    by_category: Counter[str] = Counter()
+    for m in booked:
+        by_category[m.statement_category] += m.amount_cents
+    return DayTotals(
+        credits_cents=sum(m.amount_cents for m in booked if m.credit),
+        debits_cents=sum(m.amount_cents for m in booked if not m.credit),
+        refunds_cents=by_category["PIX_REFUND_SENT"],
+        by_category=dict(by_category),
+    )
+
+
+def _expected_payments(book: DayBook) -> tuple[ExpectedPayment, ...]:
+    """Statuses as the provider shows them after the last event; expiry at the day's end."""
+    _, end = day_bounds(book.day)
+    found = []
+    for draft in book.charges.values():
+        pix = [m for m in book.movements.values() if m.charge == draft.ref]
+        paid = sum(m.amount_cents for m in pix)
+        e2eids = {m.key for m in pix}
+        refunded = sum(
+            m.amount_cents
+            for m in book.movements.values()
+            if m.kind == "pix_refund" and m.booked and m.original_end_to_end_id in e2eids
+        )
+        amount = to_cents(draft.amount)
+        if refunded:
+            outcome = "refunded" if refunded >= paid else "partially_refunded"
+        elif len(pix) > 1:
+            outcome = "paid_twice"
+        elif pix:
+            outcome = "paid" if paid == amount else "underpaid" if paid < amount else "overpaid"
+        else:
+            expired = draft.expires_at is not None and draft.expires_at <= end
+            outcome = "expired" if expired else "unpaid"
+        if draft.kind == "cobr":
+            shown = book.provider.automatico.get_cobr(draft.txid)
+        else:
+            shown = book.provider.charges.get(draft.kind, draft.txid)
+        found.append(
+            ExpectedPayment(
+                ref=draft.ref,
+                kind=draft.kind,
+                txid=draft.txid,
+                amount_cents=amount,
+                paid_cents=paid,
+                refunded_cents=refunded,
+                payments=tuple(draft.payments),
+                outcome=outcome,
+                provider_status=str(shown["status"]) if shown is not None else "UNKNOWN",
+            )
+        )
+    return tuple(found)

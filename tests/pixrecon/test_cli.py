@@ -1,0 +1,302 @@
+"""The console script as a user runs it: real processes, real ports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from tests.conftest import SECRET, free_port, wait_for
+from tests.factories import pix
+
+
+def pixrecon(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pixrecon", *args],
+        cwd=cwd,
+        env=env if env is not None else _clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _clean_env() -> dict[str, str]:
+    # A developer's own PIXRECON_* variables must not leak into these runs.
+    return {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
+
+
+def test_demo_exits_zero_with_summary_within_a_minute(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pixrecon", "demo"],
+        cwd=tmp_path,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert elapsed < 60
+    for line in ("confirmed by the API", "duplicate webhooks counted", "forged webhooks flagged"):
+        assert line in result.stdout
+    assert "✗" not in result.stdout
+    assert (tmp_path / "pixrecon-demo.db").exists()
+
+
+def test_serve_refuses_to_start_without_authentication(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pixrecon", "serve", "--port", "1"],
+        cwd=tmp_path,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "PIXRECON_WEBHOOK_SECRETS" in result.stderr
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    port = free_port()
+    env = {
+        **_clean_env(),
+        "PIXRECON_WEBHOOK_SECRETS": f"old-secret,{SECRET}",
+        "PIXRECON_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pixrecon", "serve", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            return httpx.get(url + "/healthz", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    try:
+        wait_for(up, timeout=30, interval=0.2)
+        yield url, env
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def test_serve_accepts_processes_and_lists_events(
+    served: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    url, env = served
+    body = {"pix": [pix(), pix()]}
+    for secret in ("old-secret", SECRET):  # both rotated secrets are accepted
+        response = httpx.post(
+            url + "/webhooks/qrcode/pix", json=body, headers={"X-Webhook-Secret": secret}
+        )
+        assert response.status_code == 200
+    assert response.json() == {"items": 2, "new": 0, "duplicates": 2}
+
+    def listed() -> list[dict[str, object]]:
+        result = pixrecon("events", "--format", "json", cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        items: list[dict[str, object]] = json.loads(result.stdout)
+        return items
+
+    wait_for(lambda: all(i["status"] == "processed" for i in listed()), timeout=15, interval=0.3)
+    items = listed()
+    assert len(items) == 2
+    for item in items:
+        assert {"id", "source", "kind", "key", "status", "received_at"} <= item.keys()
+        assert item["source"] == "webhook"
+        assert item["duplicates"] == 1
+        assert str(item["key"]).startswith("pix:E")
+    shown = pixrecon("events", "show", str(items[0]["id"]), cwd=tmp_path, env=env)
+    assert json.loads(shown.stdout)["payload"]["endToEndId"] == str(items[0]["key"])[4:]
+
+
+@pytest.mark.postgres
+def test_db_upgrade_on_postgres_and_refusal_before_it(
+    postgres_admin_url: str, tmp_path: Path
+) -> None:
+    name = f"pixrecon_cli_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(postgres_admin_url).set(database=name).render_as_string(hide_password=False)
+    env = {**_clean_env(), "PIXRECON_DATABASE_URL": url}
+    try:
+        refused = pixrecon("events", cwd=tmp_path, env=env)
+        assert refused.returncode == 2
+        assert "pixrecon db upgrade" in refused.stderr
+        upgraded = pixrecon("db", "upgrade", cwd=tmp_path, env=env)
+        assert upgraded.returncode == 0, upgraded.stderr
+        listed = pixrecon("events", "--format", "json", cwd=tmp_path, env=env)
+        assert listed.returncode == 0, listed.stderr
+        assert json.loads(listed.stdout) == []
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def test_poll_command_finds_pix_and_resumes_its_window(tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    from sandbox.app import create_app
+    from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET
+    from sandbox.server import BackgroundServer
+    from sandbox.state import SandboxProvider
+
+    provider = SandboxProvider(seed=5)
+    for cents in (101, 202, 303):
+        provider.receive_pix(Decimal(cents) / 100)
+    with BackgroundServer(create_app(provider)) as sandbox:
+        env = {
+            **_clean_env(),
+            "PIXRECON_DATABASE_URL": f"sqlite:///{tmp_path / 'poll.db'}",
+            "PIXRECON_PIX_API_URL": sandbox.url,
+            "PIXRECON_PIX_CLIENT_ID": DEFAULT_CLIENT_ID,
+            "PIXRECON_PIX_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
+        }
+        first = pixrecon("poll", "--format", "json", cwd=tmp_path, env=env)
+        assert first.returncode == 0, first.stderr
+        assert json.loads(first.stdout) | {"start": "", "end": ""} == {
+            "start": "",
+            "end": "",
+            "seen": 3,
+            "new": 3,
+            "invalid": 0,
+            "processed": 3,
+        }
+        provider.receive_pix(Decimal("4.04"))
+        again = json.loads(pixrecon("poll", "--format", "json", cwd=tmp_path, env=env).stdout)
+        assert (again["new"], again["processed"]) == (1, 1)
+        listed = json.loads(pixrecon("events", "--format", "json", cwd=tmp_path, env=env).stdout)
+        assert {item["source"] for item in listed} == {"poll"}
+        assert len(listed) == 4
+
+        unconfigured = pixrecon("poll", cwd=tmp_path, env=_clean_env())
+        assert unconfigured.returncode == 2
+        assert "PIXRECON_PIX_API_URL" in unconfigured.stderr
+
+
+def test_webhooks_register_points_both_api_families_at_the_receiver(tmp_path: Path) -> None:
+    from sandbox.accounts.app import create_accounts_app
+    from sandbox.accounts.defaults import (
+        DEFAULT_ACCOUNT_ID,
+        DEFAULT_ACCOUNTS_CLIENT_ID,
+        DEFAULT_ACCOUNTS_CLIENT_SECRET,
+    )
+    from sandbox.app import create_app
+    from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, DEFAULT_PIX_KEY
+    from sandbox.server import BackgroundServer
+    from sandbox.state import SandboxProvider
+
+    provider = SandboxProvider(seed=9)
+    with (
+        BackgroundServer(create_app(provider)) as qrcode,
+        BackgroundServer(create_accounts_app(provider)) as accounts,
+    ):
+        env = {
+            **_clean_env(),
+            "PIXRECON_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}",
+            "PIXRECON_WEBHOOK_SECRETS": "s3cret,older",
+            "PIXRECON_PIX_API_URL": qrcode.url,
+            "PIXRECON_PIX_CLIENT_ID": DEFAULT_CLIENT_ID,
+            "PIXRECON_PIX_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
+            "PIXRECON_ACCOUNTS_API_URL": accounts.url,
+            "PIXRECON_ACCOUNTS_CLIENT_ID": DEFAULT_ACCOUNTS_CLIENT_ID,
+            "PIXRECON_ACCOUNTS_CLIENT_SECRET": DEFAULT_ACCOUNTS_CLIENT_SECRET,
+            "PIXRECON_ACCOUNTS_ACCOUNT_ID": DEFAULT_ACCOUNT_ID,
+        }
+        result = pixrecon(
+            "webhooks",
+            "register",
+            "--base-url",
+            "https://pix.example.com/",
+            "--chave",
+            DEFAULT_PIX_KEY,
+            "--format",
+            "json",
+            cwd=tmp_path,
+            env=env,
+        )
+        assert result.returncode == 0, result.stderr + result.stdout
+        rows = json.loads(result.stdout)
+        assert {row["result"] for row in rows} == {"registered"}
+        assert len(rows) == 3 + 5
+        qrcode_url = "https://pix.example.com/webhooks/qrcode"
+        registered = provider.webhooks.get(DEFAULT_PIX_KEY)
+        assert registered is not None
+        assert registered["webhookUrl"] == qrcode_url
+        for slot in (provider.rec_webhook, provider.cobr_webhook):
+            current = slot.get()
+            assert current is not None
+            assert current["webhookUrl"] == qrcode_url
+        registrations = provider.accounts.directory.webhooks()
+        assert {r.type for r in registrations} == {
+            "TRANSFER",
+            "RECEIVE",
+            "REFUND",
+            "CASHOUT",
+            "INFRACTION",
+        }
+        assert {(r.url, r.secret_header_name, r.secret_header_value) for r in registrations} == {
+            ("https://pix.example.com/webhooks/accounts", "X-Webhook-Secret", "s3cret")
+        }
+
+
+def test_events_ignore_and_replay(tmp_path: Path) -> None:
+    from reconcile.db import create_db_engine, session_scope
+    from reconcile.inbox import NewItem, dump_json, store_items
+    from reconcile.migrate import upgrade
+    from reconcile.models import InboxItem, Source
+    from tests.factories import pix as pix_body
+
+    url = f"sqlite:///{tmp_path / 'events.db'}"
+    engine = create_db_engine(url)
+    upgrade(engine)
+    with session_scope(engine) as session:
+        (item_id,) = store_items(
+            session,
+            [NewItem(kind="pix", key="pix:x", payload=dump_json({"valor": "oops"}))],
+            source=Source.WEBHOOK,
+        ).new_ids
+    env = {**_clean_env(), "PIXRECON_DATABASE_URL": url}
+    failed = pixrecon("events", "replay", str(item_id), cwd=tmp_path, env=env)
+    assert "failed" in failed.stdout, failed.stderr
+    ignored = pixrecon(
+        "events", "ignore", str(item_id), "--reason", "test payload", cwd=tmp_path, env=env
+    )
+    assert ignored.returncode == 0, ignored.stderr
+    shown = json.loads(pixrecon("events", "show", str(item_id), cwd=tmp_path, env=env).stdout)
+    assert (shown["status"], shown["error"]) == ("ignored", "ignored: test payload")
+    # The payload is mended (as an operator would after a fix) and replayed.
+    with session_scope(engine) as session:
+        item = session.get(InboxItem, item_id)
+        assert item is not None
+        item.payload = dump_json(pix_body())
+    replayed = pixrecon("events", "replay", str(item_id), cwd=tmp_path, env=env)
+    assert "processed" in replayed.stdout, replayed.stderr
+    missing = pixrecon("events", "replay", "999", cwd=tmp_path, env=env)
+    assert missing.returncode == 1

@@ -1,0 +1,55 @@
+"""The shared secret header: rotation, refusal, and what is never stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from receiver.auth import WebhookAuth
+from receiver.problems import Problem
+from tests.receiver.auth.auth_support import make_request, settings_for
+
+OLD, NEW = "old-secret-2025", "new-secret-2026"
+
+
+def auth(**overrides: object) -> WebhookAuth:
+    values: dict[str, object] = {"webhook_secrets": [OLD, NEW]}
+    values.update(overrides)
+    return WebhookAuth(settings_for(**values), "qrcode")
+
+
+@pytest.mark.parametrize("secret", [OLD, NEW])
+def test_every_accepted_value_passes_during_rotation(secret: str) -> None:
+    auth().check_request(make_request(headers=[("X-Webhook-Secret", secret)]))
+
+
+@pytest.mark.parametrize(
+    ("headers", "detail"),
+    [
+        ([], "missing X-Webhook-Secret header"),
+        ([("X-Webhook-Secret", "wrong")], "invalid X-Webhook-Secret header"),
+        ([("X-Webhook-Secret", "")], "invalid X-Webhook-Secret header"),
+        ([("X-Webhook-Secret", NEW + " ")], "invalid X-Webhook-Secret header"),
+        ([("X-Other-Header", NEW)], "missing X-Webhook-Secret header"),
+    ],
+)
+def test_wrong_or_missing_secret_is_401(headers: list[tuple[str, str]], detail: str) -> None:
+    with pytest.raises(Problem) as refused:
+        auth().check_request(make_request(headers=headers))
+    assert (refused.value.status, refused.value.slug) == (401, "unauthenticated")
+    assert refused.value.detail == detail
+    assert OLD not in refused.value.detail
+    assert NEW not in refused.value.detail
+
+
+def test_the_header_name_is_configurable_and_case_insensitive() -> None:
+    custom = auth(webhook_secret_header="X-Provider-Token")
+    custom.check_request(make_request(headers=[("x-provider-token", NEW)]))
+    with pytest.raises(Problem):
+        custom.check_request(make_request(headers=[("X-Webhook-Secret", NEW)]))
+
+
+def test_credentials_are_redacted_from_stored_headers() -> None:
+    redacted = auth(webhook_secret_header="X-Provider-Token").redacted_headers()
+    assert {"authorization", "cookie", "proxy-authorization", "x-provider-token"} <= redacted
+    assert "webhook-signature" not in redacted
+    assert all(name == name.lower() for name in redacted)

@@ -1,0 +1,221 @@
+"""Every notification kind and body shape, from fixtures written from DESIGN §4 and the
+BCB spec examples: each lands as the expected inbox items, repeats are counted, and the
+workers turn them into domain rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlmodel import SQLModel
+
+from reconcile.db import session_scope
+from reconcile.models import (
+    AccountMovement,
+    InboxItem,
+    Infraction,
+    PixReceived,
+    PixRefund,
+    Recurrence,
+    RecurringCharge,
+)
+from tests.conftest import RunningNode
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def load(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+CASES = [
+    (
+        "qrcode/pix_bcb_examples.json",
+        "/webhooks/qrcode/pix",
+        {
+            "pix:E12345678202009091221kkkkkkkkkkk": "pix",
+            "refund:D12345678202009091221abcdf098765:EM_PROCESSAMENTO": "pix_refund",
+            "pix:E87654321202009091221dfghi123456": "pix",
+        },
+    ),
+    (
+        "qrcode/pix_single_object.json",
+        "/webhooks/qrcode/pix",
+        {"pix:E18236120202611221500s0000000001": "pix"},
+    ),
+    ("qrcode/pix_flat.json", "/webhooks/qrcode", {"pix:E18236120202611221500f0000000002": "pix"}),
+    (
+        "qrcode/pix_bare_array.json",
+        "/webhooks/qrcode/pix",
+        {
+            "pix:E18236120202611221500a0000000003": "pix",
+            "pix:E18236120202611221500a0000000004": "pix",
+        },
+    ),
+    (
+        "qrcode/pix_refunds_array.json",
+        "/webhooks/qrcode/pix",
+        {
+            "pix:E18236120202611221500r0000000005": "pix",
+            "refund:D18236120202611221530r0000000001:DEVOLVIDO": "pix_refund",
+            "refund:D18236120202611221540r0000000002:EM_PROCESSAMENTO": "pix_refund",
+        },
+    ),
+    (
+        "qrcode/rec_bcb_example.json",
+        "/webhooks/qrcode/rec",
+        {"rec:RR1026652320240821lab77511abf:APROVADA:2024-08-22T12:43:53.337Z": "rec"},
+    ),
+    (
+        "qrcode/cobr_bcb_example.json",
+        "/webhooks/qrcode/cobr",
+        {"cobr:3136957d93134f2184b369e8f1c0729d:ATIVA:1.SOLICITADA": "cobr"},
+    ),
+    (
+        "accounts/transfer.json",
+        "/webhooks/accounts",
+        {"accounts:TRANSFER:98765:LIQUIDATED": "accounts.transfer"},
+    ),
+    (
+        "accounts/receive.json",
+        "/webhooks/accounts/receive",
+        {"accounts:RECEIVE:rcv-000123:LIQUIDATED": "accounts.receive"},
+    ),
+    (
+        "accounts/refund.json",
+        "/webhooks/accounts",
+        {"accounts:REFUND:rcv-000123:PARTIALLY_REFUNDED:r1": "accounts.refund"},
+    ),
+    (
+        "accounts/cashout_minimal.json",
+        "/webhooks/accounts/cashout",
+        {"accounts:CASHOUT:payout-2026-11-22-0002:REJECTED": "accounts.cashout"},
+    ),
+    (
+        "accounts/infraction.json",
+        "/webhooks/accounts",
+        {"accounts:INFRACTION:inf-5566:OPEN": "accounts.infraction"},
+    ),
+]
+
+
+def _items(node: RunningNode) -> dict[str, InboxItem]:
+    with session_scope(node.node.engine) as session:
+        return {i.key: i for i in session.execute(select(InboxItem)).scalars()}
+
+
+def _rows(node: RunningNode, model: type[SQLModel]) -> list[Any]:
+    with session_scope(node.node.engine) as session:
+        return list(session.execute(select(model)).scalars())
+
+
+@pytest.mark.parametrize(("fixture", "path", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_each_kind_lands_as_expected_items_and_repeats_are_counted(
+    running_node: RunningNode, fixture: str, path: str, expected: dict[str, str]
+) -> None:
+    body = load(fixture)
+    first = running_node.http.post(path, json=body)
+    assert first.status_code == 200, first.text
+    assert first.json() == {"items": len(expected), "new": len(expected), "duplicates": 0}
+    again = running_node.http.post(path, json=body)
+    assert again.json() == {"items": len(expected), "new": 0, "duplicates": len(expected)}
+    running_node.wait_processed()
+    items = _items(running_node)
+    assert {key: item.kind for key, item in items.items()} == expected
+    for item in items.values():
+        assert item.status == "processed", item.error
+        assert item.webhook_count == 2
+
+
+@pytest.mark.parametrize("fixture", ["accounts/invoice.json", "accounts/crypto.json"])
+def test_unsupported_types_are_stored_and_acknowledged(
+    running_node: RunningNode, fixture: str
+) -> None:
+    for _ in range(2):
+        response = running_node.http.post("/webhooks/accounts", json=load(fixture))
+        assert response.status_code == 200
+    items = list(_items(running_node).values())
+    assert len(items) == 1
+    assert items[0].kind == "unsupported"
+    assert items[0].status == "unsupported"
+    assert items[0].duplicates == 1
+    assert json.loads(items[0].payload) == load(fixture)
+
+
+def test_body_without_type_takes_it_from_the_path(running_node: RunningNode) -> None:
+    data = load("accounts/transfer.json")["data"]
+    response = running_node.http.post("/webhooks/accounts/transfer", json={"data": data})
+    assert response.status_code == 200
+    assert set(_items(running_node)) == {"accounts:TRANSFER:98765:LIQUIDATED"}
+
+
+def test_known_type_with_invalid_data_is_400_with_violations(running_node: RunningNode) -> None:
+    response = running_node.http.post(
+        "/webhooks/accounts", json={"type": "TRANSFER", "data": {"status": "LIQUIDATED"}}
+    )
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/problem+json"
+    assert [v["property"] for v in response.json()["violations"]] == ["/data"]
+    assert _items(running_node) == {}
+
+
+def test_domain_rows_from_every_kind(running_node: RunningNode) -> None:
+    for fixture, path, _ in CASES:
+        assert running_node.http.post(path, json=load(fixture)).status_code == 200
+    running_node.wait_processed()
+
+    pix = {p.end_to_end_id: p for p in _rows(running_node, PixReceived)}
+    assert len(pix) == 7
+    assert pix["E18236120202611221500a0000000003"].amount_cents == 7
+    assert pix["E18236120202611221500f0000000002"].amount_cents == 150000
+    invalid = pix["E18236120202611221500a0000000004"]
+    assert invalid.horario is None
+    assert invalid.horario_raw == "2026-02-30T25:61:00Z"
+
+    refunds = {r.refund_id: r for r in _rows(running_node, PixRefund)}
+    assert {k: (r.status, r.amount_cents) for k, r in refunds.items()} == {
+        "123ABC": ("EM_PROCESSAMENTO", 1000),
+        "dev1": ("DEVOLVIDO", 3000),
+        "dev2": ("EM_PROCESSAMENTO", 2000),
+    }
+
+    movements = {(m.type, m.reference): m for m in _rows(running_node, AccountMovement)}
+    transfer = movements[("TRANSFER", "98765")]
+    assert (transfer.amount_cents, transfer.idempotency_key) == (25050, "payout-2026-11-22-0001")
+    assert movements[("REFUND", "rcv-000123")].refunded_cents == 1200
+    cashout = movements[("CASHOUT", "payout-2026-11-22-0002")]
+    assert (cashout.status, cashout.amount_cents) == ("REJECTED", None)
+
+    infraction = _rows(running_node, Infraction)[0]
+    assert (infraction.infraction_id, infraction.amount_cents) == ("inf-5566", 30000)
+    recurrence = _rows(running_node, Recurrence)[0]
+    assert recurrence.status == "APROVADA"
+    charge = _rows(running_node, RecurringCharge)[0]
+    assert (charge.attempts, charge.last_attempt_status) == (1, "SOLICITADA")
+
+
+def test_an_older_status_arriving_late_does_not_win(running_node: RunningNode) -> None:
+    transfer = load("accounts/transfer.json")
+    processing = json.loads(json.dumps(transfer))
+    processing["data"]["status"] = "PROCESSING"
+    refund_done = load("qrcode/pix_refunds_array.json")
+    refund_late = json.loads(json.dumps(refund_done))
+    refund_late["pix"][0]["devolucoes"] = [
+        dict(refund_done["pix"][0]["devolucoes"][0], status="EM_PROCESSAMENTO")
+    ]
+    for path, body in [
+        ("/webhooks/accounts", transfer),
+        ("/webhooks/qrcode/pix", refund_done),
+    ]:
+        running_node.http.post(path, json=body)
+    running_node.wait_processed()
+    for path, body in [("/webhooks/accounts", processing), ("/webhooks/qrcode/pix", refund_late)]:
+        assert running_node.http.post(path, json=body).json()["new"] == 1
+    running_node.wait_processed()
+    (movement,) = _rows(running_node, AccountMovement)
+    assert movement.status == "LIQUIDATED"
+    refunds = {r.refund_id: r.status for r in _rows(running_node, PixRefund)}
+    assert refunds["dev1"] == "DEVOLVIDO"

@@ -1,0 +1,175 @@
+"""The BCB Pix callback over real HTTP, with in-process workers, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+from sqlmodel import col
+
+from reconcile.db import session_scope
+from reconcile.models import InboxItem, PixReceived, WebhookDelivery
+from tests.conftest import RunningNode
+from tests.factories import e2e_id, pix
+
+
+def _count(node: RunningNode, model: type[Any]) -> int:
+    with session_scope(node.node.engine) as session:
+        return int(session.execute(select(func.count()).select_from(model)).scalar_one())
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["wrapped_list", "wrapped_object", "flat_object", "bare_array"],
+)
+def test_every_body_shape_is_accepted(running_node: RunningNode, shape: str) -> None:
+    one = pix()
+    body: object = {
+        "wrapped_list": {"pix": [one]},
+        "wrapped_object": {"pix": one},
+        "flat_object": one,
+        "bare_array": [one],
+    }[shape]
+    response = running_node.post_pix(body)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"items": 1, "new": 1, "duplicates": 0}
+    summary = running_node.wait_processed()
+    assert summary["pix_received"] == 1
+    assert summary["pix_received_cents"] == 11000
+
+
+def test_bare_registered_url_is_accepted_too(running_node: RunningNode) -> None:
+    response = running_node.post_pix({"pix": [pix()]}, path="/webhooks/qrcode")
+    assert response.status_code == 200
+    assert running_node.wait_processed()["pix_received"] == 1
+
+
+def test_batch_of_three_makes_three_items(running_node: RunningNode) -> None:
+    response = running_node.post_pix({"pix": [pix(), pix(), pix(txid=None)]})
+    assert response.json() == {"items": 3, "new": 3, "duplicates": 0}
+    summary = running_node.wait_processed()
+    assert summary["items"] == 3
+    assert summary["pix_received"] == 3
+    assert _count(running_node, WebhookDelivery) == 1
+
+
+def test_same_delivery_five_times_is_one_row_and_four_duplicates(
+    running_node: RunningNode,
+) -> None:
+    body = {"pix": [pix()]}
+    statuses = [running_node.post_pix(body).status_code for _ in range(5)]
+    assert statuses == [200] * 5
+    summary = running_node.wait_processed()
+    assert summary["pix_received"] == 1
+    assert summary["duplicates"] == 4
+    with session_scope(running_node.node.engine) as session:
+        item = session.execute(select(InboxItem)).scalar_one()
+    assert item.webhook_count == 5
+    assert item.attempts == 1  # processed once, never redone
+    assert _count(running_node, WebhookDelivery) == 5  # every delivery kept for forensics
+
+
+def test_numbers_and_strings_are_exact(running_node: RunningNode) -> None:
+    # 0.1 + 0.2 style values would drift through float; they must land as exact cents.
+    raw = b'{"pix":[{"endToEndId":"%s","valor":110.10,"horario":"2026-11-22T10:00:00Z"},' % (
+        e2e_id().encode()
+    ) + b'{"endToEndId":"%s","valor":"0.29","horario":"2026-11-22T10:00:00Z"}]}' % (
+        e2e_id().encode()
+    )
+    response = running_node.http.post(
+        "/webhooks/qrcode/pix", content=raw, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200
+    running_node.wait_processed()
+    with session_scope(running_node.node.engine) as session:
+        cents = sorted(session.execute(select(col(PixReceived.amount_cents))).scalars())
+    assert cents == [29, 11010]
+    assert sum(Decimal(c) / 100 for c in cents) == Decimal("110.39")
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type", "status", "slug"),
+    [
+        (b'{"pix": [', "application/json", 400, "malformed-json"),
+        (b"", "application/json", 400, "malformed-json"),
+        (b'"just a string"', "application/json", 400, "invalid-notification"),
+        (b'{"pix": 42}', "application/json", 400, "invalid-notification"),
+        (b"pix=1", "application/x-www-form-urlencoded", 415, "unsupported-media-type"),
+    ],
+)
+def test_malformed_bodies_get_problem_json_and_store_nothing(
+    running_node: RunningNode, content: bytes, content_type: str, status: int, slug: str
+) -> None:
+    response = running_node.http.post(
+        "/webhooks/qrcode/pix", content=content, headers={"content-type": content_type}
+    )
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["status"] == status
+    assert problem["type"].endswith(slug)
+    assert _count(running_node, WebhookDelivery) == 0
+    assert _count(running_node, InboxItem) == 0
+
+
+def test_pix_missing_required_fields_names_each_violation(running_node: RunningNode) -> None:
+    good = pix()
+    bad = {"txid": "abc", "valor": "12.345"}
+    response = running_node.post_pix({"pix": [good, bad]})
+    assert response.status_code == 400
+    properties = {v["property"] for v in response.json()["violations"]}
+    assert properties == {"/pix/1/endToEndId", "/pix/1/valor", "/pix/1/horario"}
+    # One bad Pix rejects the whole delivery: the provider retries it as a unit.
+    assert _count(running_node, InboxItem) == 0
+
+
+@pytest.mark.parametrize("headers", [{"X-Webhook-Secret": "nope"}, {}])
+def test_wrong_or_missing_secret_is_401(running_node: RunningNode, headers: dict[str, str]) -> None:
+    response = httpx.post(
+        running_node.url + "/webhooks/qrcode/pix", json={"pix": [pix()]}, headers=headers
+    )
+    assert response.status_code == 401
+    assert response.headers["content-type"] == "application/problem+json"
+    assert _count(running_node, WebhookDelivery) == 0
+
+
+def test_oversize_body_without_content_length_is_413(running_node: RunningNode) -> None:
+    limit = running_node.node.settings.max_body_bytes
+
+    def chunks() -> Any:
+        for _ in range(limit // 1024 + 2):
+            yield b" " * 1024
+
+    response = running_node.http.post(
+        "/webhooks/qrcode/pix", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert _count(running_node, WebhookDelivery) == 0
+
+
+def test_healthz_ok_and_metrics_count_deliveries(running_node: RunningNode) -> None:
+    running_node.post_pix({"pix": [pix()]})
+    health = running_node.http.get("/healthz")
+    assert health.status_code == 200
+    assert health.json()["database"] == "ok"
+    metrics = running_node.http.get("/metrics").text
+    assert 'pixrecon_webhook_deliveries_total{route="/webhooks/qrcode/pix",status="200"} 1.0' in (
+        metrics
+    )
+
+
+@pytest.mark.parametrize("depth", [40, 30_000])
+def test_deeply_nested_json_is_refused(running_node: RunningNode, depth: int) -> None:
+    # 40 levels passes the parser but not the depth check; 30,000 exhausts the parser's
+    # recursion — both must be a clean 400, never a 500, and store nothing.
+    body = b'{"pix": ' + b"[" * depth + b"]" * depth + b"}"
+    response = running_node.http.post(
+        "/webhooks/qrcode/pix", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert response.json()["type"].endswith("malformed-json")
+    assert _count(running_node, WebhookDelivery) == 0
+    assert _count(running_node, InboxItem) == 0

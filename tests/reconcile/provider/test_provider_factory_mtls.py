@@ -1,0 +1,133 @@
+"""Clients built from settings speak mutual TLS, each API family with its own identity:
+the certificate of one family does not open the other."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+
+from reconcile.provider import factory
+from reconcile.provider.errors import ProviderUnavailable
+from reconcile.settings import Settings
+from reconcile.timeutil import utcnow
+from sandbox.accounts import (
+    DEFAULT_ACCOUNT_ID,
+    DEFAULT_ACCOUNTS_CLIENT_ID,
+    DEFAULT_ACCOUNTS_CLIENT_SECRET,
+    create_accounts_app,
+)
+from sandbox.app import create_app
+from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET
+from sandbox.server import BackgroundServer
+from sandbox.state import SandboxProvider
+
+
+@dataclass
+class Identity:
+    cert: str
+    key: str
+
+
+def _identity(ca: trustme.CA, folder: Path, name: str) -> Identity:
+    issued = ca.issue_cert(f"{name}.merchant.example")
+    cert, key = folder / f"{name}.pem", folder / f"{name}.key"
+    issued.cert_chain_pems[0].write_to_path(str(cert))
+    issued.private_key_pem.write_to_path(str(key))
+    return Identity(str(cert), str(key))
+
+
+@dataclass
+class Pki:
+    server_ca: str
+    pix: Identity
+    accounts: Identity
+    qrcode_url: str
+    accounts_url: str
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pki]:
+    folder = tmp_path_factory.mktemp("families")
+    server_ca = trustme.CA()
+    # One client CA per family, as the provider issues them: each server trusts only its own.
+    pix_ca, accounts_ca = trustme.CA(), trustme.CA()
+    server = server_ca.issue_cert("127.0.0.1")
+    server_cert, server_key = folder / "server.pem", folder / "server.key"
+    server.cert_chain_pems[0].write_to_path(str(server_cert))
+    server.private_key_pem.write_to_path(str(server_key))
+    server_ca.cert_pem.write_to_path(str(folder / "server-ca.pem"))
+    pix_ca.cert_pem.write_to_path(str(folder / "pix-ca.pem"))
+    accounts_ca.cert_pem.write_to_path(str(folder / "accounts-ca.pem"))
+    provider = SandboxProvider(seed=2)
+    provider.receive_pix(Decimal("9.99"))
+
+    def serve(app: Any, client_ca: str) -> BackgroundServer:
+        return BackgroundServer(
+            app,
+            ssl_certfile=str(server_cert),
+            ssl_keyfile=str(server_key),
+            ssl_ca_certs=client_ca,
+            ssl_cert_reqs=ssl.CERT_REQUIRED,
+        )
+
+    with (
+        serve(create_app(provider), str(folder / "pix-ca.pem")) as qrcode,
+        serve(create_accounts_app(provider), str(folder / "accounts-ca.pem")) as accounts,
+    ):
+        yield Pki(
+            server_ca=str(folder / "server-ca.pem"),
+            pix=_identity(pix_ca, folder, "pix"),
+            accounts=_identity(accounts_ca, folder, "accounts"),
+            qrcode_url=qrcode.url,
+            accounts_url=accounts.url,
+        )
+
+
+def _settings(pki: Pki, pix: Identity, accounts: Identity) -> Settings:
+    return Settings(
+        _env_file=None,
+        pix_api_url=pki.qrcode_url,
+        pix_client_id=DEFAULT_CLIENT_ID,
+        pix_client_secret=DEFAULT_CLIENT_SECRET,
+        pix_client_cert=pix.cert,
+        pix_client_key=pix.key,
+        pix_ca_bundle=pki.server_ca,
+        accounts_api_url=pki.accounts_url,
+        accounts_client_id=DEFAULT_ACCOUNTS_CLIENT_ID,
+        accounts_client_secret=DEFAULT_ACCOUNTS_CLIENT_SECRET,
+        accounts_account_id=DEFAULT_ACCOUNT_ID,
+        accounts_client_cert=accounts.cert,
+        accounts_client_key=accounts.key,
+        accounts_ca_bundle=pki.server_ca,
+    )
+
+
+def test_each_family_authenticates_with_its_own_certificate(pki: Pki) -> None:
+    settings = _settings(pki, pki.pix, pki.accounts)
+    pix, accounts = factory.pix_api(settings), factory.accounts_api(settings)
+    assert pix is not None
+    assert accounts is not None
+    (listed,) = list(pix.list_received_pix(*_day()))
+    assert listed["valor"] == "9.99"
+    assert accounts.get_balance() == Decimal("9.99")
+
+
+def test_the_other_familys_certificate_is_refused(pki: Pki) -> None:
+    swapped = _settings(pki, pki.accounts, pki.pix)
+    pix = factory.pix_api(swapped)
+    assert pix is not None
+    with pytest.raises(ProviderUnavailable):
+        list(pix.list_received_pix(*_day()))
+
+
+def _day() -> tuple[datetime, datetime]:
+    now = utcnow()
+    return now - timedelta(hours=1), now + timedelta(hours=1)

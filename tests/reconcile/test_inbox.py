@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from sqlalchemy import Engine, func, select
+
+from reconcile.db import session_scope
+from reconcile.inbox import NewItem, claim_for_redispatch, store_items
+from reconcile.models import InboxItem, Source
+from reconcile.timeutil import utcnow
+from tests.factories import e2e_id
+
+
+def _item(key: str) -> NewItem:
+    return NewItem(kind="pix", key=key, payload=json.dumps({"key": key}))
+
+
+def test_new_items_are_inserted_once_and_repeats_counted(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        first = store_items(session, [_item("pix:a"), _item("pix:b")], source=Source.WEBHOOK)
+    assert len(first.new_ids) == 2
+    assert first.duplicates == 0
+    with session_scope(engine) as session:
+        again = store_items(session, [_item("pix:a"), _item("pix:c")], source=Source.WEBHOOK)
+    assert again.duplicates == 1
+    assert len(again.new_ids) == 1
+    with session_scope(engine) as session:
+        rows = {i.key: i for i in session.execute(select(InboxItem)).scalars()}
+    assert set(rows) == {"pix:a", "pix:b", "pix:c"}
+    assert rows["pix:a"].webhook_count == 2
+    assert rows["pix:a"].duplicates == 1
+    assert rows["pix:c"].id in again.new_ids
+
+
+def test_repeats_inside_one_batch_are_duplicates(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        result = store_items(
+            session, [_item("pix:x"), _item("pix:x"), _item("pix:x")], source=Source.WEBHOOK
+        )
+    assert len(result.new_ids) == 1
+    assert result.duplicates == 2
+    with session_scope(engine) as session:
+        item = session.execute(select(InboxItem)).scalar_one()
+    assert item.webhook_count == 3
+
+
+def test_poll_sighting_of_a_webhook_item_is_not_a_duplicate_delivery(engine: Engine) -> None:
+    key = f"pix:{e2e_id()}"
+    with session_scope(engine) as session:
+        store_items(session, [_item(key)], source=Source.WEBHOOK)
+    with session_scope(engine) as session:
+        polled = store_items(session, [_item(key)], source=Source.POLL)
+    assert polled.new_ids == []
+    with session_scope(engine) as session:
+        item = session.execute(select(InboxItem)).scalar_one()
+    assert item.source == "webhook"
+    assert (item.webhook_count, item.poll_count, item.duplicates) == (1, 1, 0)
+    assert item.webhook_at is not None
+    assert item.poll_at is not None
+
+
+def test_item_found_by_polling_first_keeps_source_poll(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        polled = store_items(session, [_item("pix:p")], source=Source.POLL)
+        late = store_items(session, [_item("pix:p")], source=Source.WEBHOOK)
+    assert len(polled.new_ids) == 1
+    assert late.new_ids == []
+    with session_scope(engine) as session:
+        item = session.execute(select(InboxItem)).scalar_one()
+    assert item.source == "poll"
+    assert item.webhook_count == 1
+
+
+def test_claim_for_redispatch_takes_only_stale_pending_items(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        stored = store_items(session, [_item("pix:1"), _item("pix:2")], source=Source.WEBHOOK)
+    now = utcnow()
+    with session_scope(engine) as session:
+        assert claim_for_redispatch(session, older_than=now - timedelta(seconds=60), limit=10) == []
+    with session_scope(engine) as session:
+        claimed = claim_for_redispatch(session, older_than=now + timedelta(seconds=1), limit=10)
+    assert claimed == sorted(stored.new_ids)
+    # Just stamped: not claimed again until redispatch_after has passed once more.
+    with session_scope(engine) as session:
+        assert claim_for_redispatch(session, older_than=now, limit=10) == []
+        count = session.execute(
+            select(func.count()).where(InboxItem.dispatched_at.is_not(None))  # type: ignore[union-attr]
+        ).scalar_one()
+    assert count == 2

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from decimal import Decimal
+
+import pytest
+
+from reconcile.masking import mask_document, mask_text, mask_value
+from reconcile.money import InvalidAmount, from_cents, parse_amount, to_cents
+from reconcile.timeutil import business_day_bounds, parse_timestamp
+
+
+@pytest.mark.parametrize(
+    ("raw", "cents"), [("110.00", 11000), (Decimal("0.1"), 10), (7, 700), ("0.01", 1)]
+)
+def test_amounts_are_exact(raw: object, cents: int) -> None:
+    assert to_cents(parse_amount(raw)) == cents
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [0.1, "1.001", "abc", "NaN", True, None, "1e2", " 1.00", Decimal("1e999999"), "12345678901.00"],
+)
+def test_bad_amounts_are_refused(raw: object) -> None:
+    with pytest.raises(InvalidAmount):
+        parse_amount(raw)
+
+
+def test_cents_round_trip() -> None:
+    assert from_cents(11010) == Decimal("110.10")
+
+
+def test_timestamps_with_offsets_become_utc() -> None:
+    assert parse_timestamp("2026-11-22T15:00:00.123-03:00") == datetime(
+        2026, 11, 22, 18, 0, 0, 123000, tzinfo=UTC
+    )
+    assert parse_timestamp("2026-11-22T18:00:00Z") == datetime(2026, 11, 22, 18, tzinfo=UTC)
+    assert parse_timestamp("2020-02-30T10:00:00Z") is None
+
+
+def test_business_day_is_a_sao_paulo_calendar_day() -> None:
+    start, end = business_day_bounds(date(2026, 11, 22))
+    assert start == datetime(2026, 11, 22, 3, tzinfo=UTC)
+    assert end == datetime(2026, 11, 23, 3, tzinfo=UTC)
+
+
+def test_documents_and_names_are_masked() -> None:
+    assert mask_document("123.456.789-09") == "*********09"
+    assert "12345678909" not in mask_text("pagador 12345678909 pagou")
+    masked = mask_value("pagador", {"cpf": "12345678909", "nome": "Fulana de Tal"})
+    assert masked == {"cpf": "*********09", "nome": "F***** d* T**"}

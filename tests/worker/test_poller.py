@@ -1,0 +1,223 @@
+"""Polling as a primary source and confirm-by-API, against the sandbox over real HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from sqlalchemy import Engine, select
+
+from pixrecon.node import Node
+from reconcile.db import session_scope
+from reconcile.models import PixReceived, ScheduledJob
+from reconcile.provider.pix_api import PixApi
+from sandbox.app import create_app
+from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET
+from sandbox.server import BackgroundServer
+from sandbox.state import SandboxProvider
+from tests.conftest import RunningNode, make_settings, wait_for
+from tests.factories import e2e_id, pix
+
+
+@pytest.fixture
+def provider() -> SandboxProvider:
+    return SandboxProvider(seed=3)
+
+
+@pytest.fixture
+def sandbox_url(provider: SandboxProvider) -> Iterator[str]:
+    with BackgroundServer(create_app(provider)) as server:
+        yield server.url
+
+
+def _node_settings(engine: Engine, sandbox_url: str, **overrides: object) -> dict[str, object]:
+    return {
+        "pix_api_url": sandbox_url,
+        "pix_client_id": DEFAULT_CLIENT_ID,
+        "pix_client_secret": DEFAULT_CLIENT_SECRET,
+        "scheduler_enabled": False,  # the tests drive the jobs themselves
+        **overrides,
+    }
+
+
+@pytest.fixture
+def node(engine: Engine, sandbox_url: str) -> Iterator[RunningNode]:
+    settings = make_settings(
+        engine.url.render_as_string(hide_password=False),
+        **_node_settings(engine, sandbox_url, confirm_grace_seconds=0.001),
+    )
+    with Node(settings, engine) as running, BackgroundServer(running.app) as server:
+        yield RunningNode(running, server)
+
+
+def _pix_rows(engine: Engine) -> dict[str, PixReceived]:
+    with session_scope(engine) as session:
+        return {p.end_to_end_id: p for p in session.execute(select(PixReceived)).scalars()}
+
+
+def test_webhooks_are_confirmed_forged_and_tampered_ones_flagged(
+    node: RunningNode, provider: SandboxProvider
+) -> None:
+    real = provider.receive_pix(Decimal("10.00"), txid="real0001")
+    other = provider.receive_pix(Decimal("20.00"), txid="real0002")
+    forged = pix(e2e=e2e_id(), valor="999.00")
+    tampered = dict(other, valor="2000.00")
+    assert node.post_pix({"pix": [real, forged, tampered]}).status_code == 200
+    node.wait_processed()
+    rows = _pix_rows(node.node.engine)
+    assert {r.confirmation for r in rows.values()} == {"pending"}
+
+    node.node.runtime.poller.confirm_pix()
+
+    rows = _pix_rows(node.node.engine)
+    assert rows[real["endToEndId"]].confirmation == "confirmed"
+    assert rows[forged["endToEndId"]].confirmation == "unconfirmed_webhook"
+    mismatch = rows[other["endToEndId"]]
+    assert (mismatch.confirmation, mismatch.amount_cents, mismatch.confirmed_amount_cents) == (
+        "amount_mismatch",
+        200000,
+        2000,
+    )
+
+
+def test_unknown_pix_stays_pending_inside_the_grace_period(
+    engine: Engine, sandbox_url: str
+) -> None:
+    settings = make_settings(
+        engine.url.render_as_string(hide_password=False),
+        **_node_settings(engine, sandbox_url, confirm_grace_seconds=3600),
+    )
+    with Node(settings, engine) as running, BackgroundServer(running.app) as server:
+        node = RunningNode(running, server)
+        unknown = pix(e2e=e2e_id())
+        node.post_pix({"pix": [unknown]})
+        node.wait_processed()
+        running.runtime.poller.confirm_pix()
+        row = _pix_rows(engine)[unknown["endToEndId"]]
+        assert row.confirmation == "pending"
+        assert row.check_attempts == 1
+        assert row.next_check_at is not None
+        # Not due again yet: a second run does not call the API for it.
+        running.runtime.poller.confirm_pix()
+        assert _pix_rows(engine)[unknown["endToEndId"]].check_attempts == 1
+
+
+def test_polling_finds_pix_no_webhook_brought_and_repeats_nothing(
+    node: RunningNode, provider: SandboxProvider
+) -> None:
+    notified = provider.receive_pix(Decimal("5.00"), txid="notified1")
+    silent = [provider.receive_pix(Decimal("7.00")), provider.receive_pix(Decimal("8.00"))]
+    node.post_pix({"pix": [notified]})
+    node.wait_processed()
+
+    poller = node.node.runtime.poller
+    poller.poll_pix()
+    summary = node.wait_processed()
+    assert summary["only_by_polling"] == 2
+    rows = _pix_rows(node.node.engine)
+    for polled in silent:
+        # Found by the API itself: confirmed on arrival.
+        assert rows[polled["endToEndId"]].confirmation == "confirmed"
+    assert rows[notified["endToEndId"]].confirmation == "pending"
+
+    poller.poll_pix()  # an overlapping window: everything seen again, nothing new
+    assert node.wait_processed()["items"] == 3
+    with session_scope(node.node.engine) as session:
+        job = session.get(ScheduledJob, "poll_pix")
+    assert job is not None
+    assert job.last_window_end is not None
+    assert job.last_error is None
+
+
+def test_one_process_holds_a_job_lease_at_a_time(engine: Engine) -> None:
+    from reconcile.schedule import claim
+    from reconcile.timeutil import utcnow
+
+    now = utcnow()
+    with session_scope(engine) as session:
+        assert claim(session, "poll_pix", "a", lease=timedelta(minutes=1), now=now)
+        assert not claim(session, "poll_pix", "b", lease=timedelta(minutes=1), now=now)
+        assert claim(session, "poll_pix", "a", lease=timedelta(minutes=1), now=now)
+        later = now + timedelta(minutes=2)
+        assert claim(session, "poll_pix", "b", lease=timedelta(minutes=1), now=later)
+
+
+def test_provider_outage_is_recorded_and_retried(
+    node: RunningNode, provider: SandboxProvider
+) -> None:
+    provider.receive_pix(Decimal("3.00"))
+    provider.fail_next(20, status=503, retry_after=0)
+    node.node.runtime.poller.poll_pix()
+    with session_scope(node.node.engine) as session:
+        job = session.get(ScheduledJob, "poll_pix")
+        assert job is not None
+        assert job.last_error is not None
+        assert job.last_window_end is None
+    provider.faults.clear()
+    node.node.runtime.poller.poll_pix()
+    assert node.wait_processed()["pix_received"] == 1
+
+
+def test_scheduler_in_the_worker_polls_by_itself(
+    engine: Engine, sandbox_url: str, provider: SandboxProvider
+) -> None:
+    provider.receive_pix(Decimal("1.23"))
+    settings = make_settings(
+        engine.url.render_as_string(hide_password=False),
+        **_node_settings(engine, sandbox_url, scheduler_enabled=True),
+    )
+    with Node(settings, engine):
+        wait_for(lambda: len(_pix_rows(engine)) == 1, timeout=15)
+    (row,) = _pix_rows(engine).values()
+    assert (row.amount_cents, row.confirmation) == (123, "confirmed")
+
+
+def test_pix_api_from_settings_is_none_when_unconfigured() -> None:
+    from reconcile.provider.factory import pix_api
+
+    assert pix_api(make_settings("sqlite://")) is None
+    api = pix_api(
+        make_settings("sqlite://", pix_api_url="http://x", pix_client_id="a", pix_client_secret="b")
+    )
+    assert isinstance(api, PixApi)
+
+
+def test_charges_are_polled_into_expected_payments(
+    node: RunningNode, provider: SandboxProvider
+) -> None:
+    from datetime import date
+
+    from reconcile.models import ExpectedPayment
+
+    provider.create_cob(Decimal("50.00"), txid="cobpolled0000000000000000001")
+    provider.create_cobv(Decimal("75.10"), date(2026, 12, 1), txid="cobvpolled000000000000000001")
+    provider.pay_charge("cobpolled0000000000000000001")
+    node.node.runtime.poller.poll_pix()
+    node.wait_processed()
+    with session_scope(node.node.engine) as session:
+        charges = {c.kind: c for c in session.execute(select(ExpectedPayment)).scalars()}
+    assert (charges["cob"].status, charges["cob"].amount_cents) == ("CONCLUIDA", 5000)
+    assert charges["cob"].expires_at is not None
+    assert (charges["cobv"].due_date, charges["cobv"].amount_cents) == (date(2026, 12, 1), 7510)
+    assert charges["cobv"].payable_until is not None
+
+
+def test_the_worker_reconciles_today_and_keeps_only_the_newest_verdicts(
+    node: RunningNode, provider: SandboxProvider
+) -> None:
+    from reconcile.models import ReconciliationItem, ReconciliationRun
+
+    provider.receive_pix(Decimal("2.50"))
+    poller = node.node.runtime.poller
+    poller.poll_pix()
+    node.wait_processed()
+    poller.reconcile_today()
+    poller.reconcile_today()
+    with session_scope(node.node.engine) as session:
+        runs = list(session.execute(select(ReconciliationRun)).scalars())
+        items = list(session.execute(select(ReconciliationItem)).scalars())
+    assert [r.status for r in runs] == ["completed", "completed"]
+    assert {i.run_id for i in items} == {max(r.id or 0 for r in runs)}
+    assert [i.status for i in items] == ["missing_webhook"]
