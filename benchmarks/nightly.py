@@ -23,13 +23,9 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -42,13 +38,11 @@ if __package__ in (None, ""):
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 
+from benchmarks.common import DEFAULT_URL, engine_version, psycopg_url, scratch_database
 from benchmarks.nightly_data import Generated, IdBases, Plan, generate, loader_session
 
 TARGET_SECONDS = 20.0
 TARGET_RSS_MIB = 256.0
-DEFAULT_URL = os.environ.get(
-    "PIXRECON_BENCH_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 CHILD_FLAG = "--child-spec"
 VERDICT_INSERT = "INSERT INTO reconciliation_item"
 PRUNE = "DELETE FROM reconciliation_item"
@@ -70,13 +64,6 @@ SETTINGS = (
     "random_page_cost",
     "synchronous_commit",
 )
-
-
-def _psycopg(url: str) -> str:
-    parsed = make_url(url)
-    if parsed.drivername in ("postgresql", "postgres"):
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    return parsed.render_as_string(hide_password=False)
 
 
 # --- the child: only reconcile_day, measured from the inside as well -----------------
@@ -212,24 +199,6 @@ def run_child(spec_path: str) -> int:
 # --- the parent: database, data, measurement, report -------------------------------
 
 
-@contextmanager
-def scratch_database(admin_url: str, keep: bool) -> Iterator[str]:
-    name = f"pixrecon_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        yield url
-    finally:
-        if keep:
-            print(f"kept database {name}")
-        else:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 def machine(engine: Engine) -> dict[str, Any]:
     mem_kib = 0
     for line in Path("/proc/meminfo").read_text().splitlines():
@@ -247,23 +216,6 @@ def machine(engine: Engine) -> dict[str, Any]:
         "postgresql": version,
         "postgresql_settings": settings,
     }
-
-
-def engine_version() -> dict[str, Any]:
-    """Which engine was measured: the commit, and engine files changed since."""
-    root = Path(__file__).resolve().parent.parent
-
-    def git(*args: str) -> str:
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
-            )
-        except OSError:
-            return ""
-        return done.stdout.strip()
-
-    dirty = git("status", "--porcelain", "--", "reconcile", "migrations").splitlines()
-    return {"commit": git("rev-parse", "HEAD") or None, "uncommitted": [d[3:] for d in dirty]}
 
 
 def _cpu_model() -> str | None:
@@ -480,7 +432,7 @@ def main(argv: list[str]) -> int:
 
     plan = Plan(events=args.events, lines=args.lines, charges=args.charges, day=args.day)
     now = plan.end + timedelta(hours=2)  # the night after the business day
-    admin_url = _psycopg(args.database_url)
+    admin_url = psycopg_url(args.database_url)
     result: dict[str, Any] = {
         "benchmark": "nightly",
         "command": " ".join(["python", "benchmarks/nightly.py", *argv]),

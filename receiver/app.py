@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from sqlalchemy import Engine
 from starlette.applications import Starlette
@@ -11,9 +12,11 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 
-from receiver.ingest import Dispatch, ReceiverContext
+from receiver.group_commit import GroupCommitter
+from receiver.ingest import ReceiverContext
 from receiver.metrics import ReceiverMetrics
 from receiver.middleware import RequestContextMiddleware
+from receiver.outbox import Dispatch, Outbox
 from receiver.problems import Problem, handle_problem, problem_response
 from receiver.quarantine import QuarantineWriter
 from receiver.routes import accounts, ops, qrcode
@@ -33,15 +36,35 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 def create_app(settings: Settings, engine: Engine, dispatch: Dispatch | None = None) -> Starlette:
     metrics = ReceiverMetrics()
+    outbox = Outbox(dispatch or _ignore)
+    committer = GroupCommitter(engine, _after_commit(metrics, outbox))
     ctx = ReceiverContext(
         settings=settings,
         engine=engine,
-        dispatch=dispatch or _ignore,
+        committer=committer,
         metrics=metrics,
         quarantine=QuarantineWriter(engine, max_rows=settings.quarantine_max_rows),
     )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        # Requests have been answered by now: finish the last transaction, then hand its
+        # ids to the broker before the process goes.
+        committer.stop()
+        outbox.stop()
+
     return Starlette(
         routes=[*qrcode.routes(ctx), *accounts.routes(ctx), *ops.routes(ctx)],
         middleware=[Middleware(RequestContextMiddleware, metrics=metrics)],
         exception_handlers={Problem: handle_problem, HTTPException: _http_error},
+        lifespan=lifespan,
     )
+
+
+def _after_commit(metrics: ReceiverMetrics, outbox: Outbox) -> Callable[[list[int], int], None]:
+    def after_commit(new_ids: list[int], deliveries: int) -> None:
+        metrics.commit_batch.observe(deliveries)
+        outbox.put(new_ids)
+
+    return after_commit

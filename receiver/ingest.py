@@ -6,27 +6,24 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import anyio.to_thread
 from sqlalchemy import Engine
-from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from receiver.auth import WebhookAuth
 from receiver.body import parse_json, read_body
+from receiver.group_commit import GroupCommitter
 from receiver.metrics import ReceiverMetrics
 from receiver.problems import Problem, storage_unavailable
 from receiver.quarantine import QuarantineWriter
-from reconcile.db import UNAVAILABLE_ERRORS, session_scope
-from reconcile.inbox import NewItem, StoreResult, record_delivery, store_items
+from reconcile.db import UNAVAILABLE_ERRORS
+from reconcile.inbox import Delivery, NewItem
 from reconcile.logs import get_logger
-from reconcile.models import Source
 from reconcile.payloads import PayloadInvalid
 from reconcile.settings import Settings
 
 log = get_logger(__name__)
 
-Dispatch = Callable[[Sequence[int]], object]
 # Turns a parsed JSON document (and the request, for path parameters) into inbox items.
 Parse = Callable[[Any, Request], list[NewItem]]
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -36,7 +33,7 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 class ReceiverContext:
     settings: Settings
     engine: Engine
-    dispatch: Dispatch
+    committer: GroupCommitter
     metrics: ReceiverMetrics
     quarantine: QuarantineWriter
 
@@ -88,26 +85,6 @@ def webhook_endpoint(ctx: ReceiverContext, auth: WebhookAuth, parse: Parse) -> E
     return endpoint
 
 
-def _store(
-    ctx: ReceiverContext,
-    request: Request,
-    remote_addr: str | None,
-    headers: dict[str, str],
-    body: bytes,
-    items: Sequence[NewItem],
-) -> StoreResult:
-    with session_scope(ctx.engine) as session:
-        delivery_id = record_delivery(
-            session,
-            route=request.url.path,
-            remote_addr=remote_addr,
-            headers=headers,
-            body=body,
-            item_count=len(items),
-        )
-        return store_items(session, items, source=Source.WEBHOOK, delivery_id=delivery_id)
-
-
 async def _accept(
     ctx: ReceiverContext,
     request: Request,
@@ -116,19 +93,18 @@ async def _accept(
     body: bytes,
     items: Sequence[NewItem],
 ) -> JSONResponse:
-    """Store the delivery and its items in one transaction, then answer; the items are
-    sent to the workers only after the response, and only once committed."""
+    """Store the delivery and its items (sharing a transaction with whatever else is
+    arriving), then answer; the committer sends new items to the workers after commit."""
     route = request.url.path
+    delivery = Delivery(
+        route=route,
+        remote_addr=auth.client_ip(request),
+        headers=_selected_headers(request, redacted),
+        body=body,
+        items=items,
+    )
     try:
-        result = await anyio.to_thread.run_sync(
-            _store,
-            ctx,
-            request,
-            auth.client_ip(request),
-            _selected_headers(request, redacted),
-            body,
-            items,
-        )
+        result = await ctx.committer.store(delivery)
     except UNAVAILABLE_ERRORS as exc:
         log.error("storage_unavailable", route=route, error=type(exc).__name__)
         raise storage_unavailable() from None
@@ -141,9 +117,7 @@ async def _accept(
         new=len(result.new_ids),
         duplicates=result.duplicates,
     )
-    task = BackgroundTask(ctx.dispatch, result.new_ids) if result.new_ids else None
     return JSONResponse(
         {"items": len(items), "new": len(result.new_ids), "duplicates": result.duplicates},
         status_code=200,
-        background=task,
     )

@@ -31,5 +31,12 @@ class ReceiverMetrics:
             registry=self.registry,
         )
 
+        self.commit_batch = Histogram(
+            "pixrecon_receiver_commit_batch_deliveries",
+            "Deliveries stored per transaction (group commit)",
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+            registry=self.registry,
+        )
+
     async def endpoint(self, _request: Request) -> Response:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)

@@ -12,7 +12,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col
 
@@ -47,6 +47,17 @@ class StoreResult:
     """Items of this call that were already in the inbox (or repeated within the call)."""
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """A webhook request as it is kept: where it came from, its body and its items."""
+
+    route: str
+    remote_addr: str | None
+    headers: Mapping[str, str]
+    body: bytes
+    items: Sequence[NewItem]
+
+
 def record_delivery(
     session: Session,
     *,
@@ -56,17 +67,10 @@ def record_delivery(
     body: bytes,
     item_count: int,
 ) -> int:
-    delivery = WebhookDelivery(
-        route=route,
-        remote_addr=remote_addr,
-        headers=json.dumps(dict(headers), ensure_ascii=False),
-        body=body,
-        item_count=item_count,
+    (delivery_id,) = _insert_deliveries(
+        session, [Delivery(route, remote_addr, headers, body, [])], utcnow(), [item_count]
     )
-    session.add(delivery)
-    session.flush()
-    assert delivery.id is not None
-    return delivery.id
+    return delivery_id
 
 
 def store_items(
@@ -78,14 +82,84 @@ def store_items(
     now: datetime | None = None,
 ) -> StoreResult:
     """Insert new items, count repeats of known ones; one statement for the whole batch."""
-    result = StoreResult()
-    if not items:
-        return result
+    (result,) = _store_groups(session, [(delivery_id, items)], source, now or utcnow())
+    return result
+
+
+def store_deliveries(
+    session: Session, deliveries: Sequence[Delivery], *, now: datetime | None = None
+) -> list[StoreResult]:
+    """Several webhook deliveries in the caller's one transaction (group commit): one
+    statement inserts the deliveries, one upserts all their items. Each delivery gets the
+    result it would have had alone, in the order given: an item two of them carry is new
+    for the first and a duplicate for the second."""
+    if not deliveries:
+        return []
     now = now or utcnow()
-    sightings = Counter(item.key for item in items)
-    first_by_key: dict[str, NewItem] = {}
-    for item in items:
-        first_by_key.setdefault(item.key, item)
+    ids = _insert_deliveries(session, deliveries, now, [len(d.items) for d in deliveries])
+    groups = [(delivery_id, d.items) for delivery_id, d in zip(ids, deliveries, strict=True)]
+    return _store_groups(session, groups, Source.WEBHOOK, now)
+
+
+def _insert_deliveries(
+    session: Session, deliveries: Sequence[Delivery], now: datetime, item_counts: list[int]
+) -> list[int]:
+    table = WebhookDelivery.__table__  # type: ignore[attr-defined]
+    rows = [
+        {
+            "route": d.route,
+            "remote_addr": d.remote_addr,
+            "headers": json.dumps(dict(d.headers), ensure_ascii=False),
+            "body": d.body,
+            "item_count": count,
+            "received_at": now,
+        }
+        for d, count in zip(deliveries, item_counts, strict=True)
+    ]
+    stmt = insert(table).returning(table.c.id, sort_by_parameter_order=True)
+    return [row[0] for row in session.execute(stmt, rows)]
+
+
+# Compiled once per dialect and executed with a list of rows ("insertmanyvalues"): a
+# statement built around literal rows would be compiled again for every delivery.
+_UPSERTS: dict[str, Any] = {}
+
+
+def _upsert(dialect: str) -> Any:
+    stmt = _UPSERTS.get(dialect)
+    if stmt is None:
+        table = InboxItem.__table__  # type: ignore[attr-defined]
+        insert_for = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        base = insert_for(table)
+        stmt = _UPSERTS[dialect] = base.on_conflict_do_update(
+            index_elements=[table.c.key],
+            set_={
+                "last_seen_at": base.excluded.last_seen_at,
+                "webhook_count": table.c.webhook_count + base.excluded.webhook_count,
+                "poll_count": table.c.poll_count + base.excluded.poll_count,
+                "webhook_at": func.coalesce(table.c.webhook_at, base.excluded.webhook_at),
+                "poll_at": func.coalesce(table.c.poll_at, base.excluded.poll_at),
+            },
+        ).returning(table.c.id, table.c.key, table.c.webhook_count + table.c.poll_count)
+    return stmt
+
+
+def _store_groups(
+    session: Session,
+    groups: Sequence[tuple[int | None, Sequence[NewItem]]],
+    source: Source,
+    now: datetime,
+) -> list[StoreResult]:
+    """Upsert the items of every group at once; each group's result as if alone."""
+    sightings: Counter[str] = Counter()
+    first: dict[str, tuple[int, NewItem]] = {}
+    for index, (_, items) in enumerate(groups):
+        for item in items:
+            sightings[item.key] += 1
+            first.setdefault(item.key, (index, item))
+    results = [StoreResult() for _ in groups]
+    if not first:
+        return results
     is_webhook = source is Source.WEBHOOK
     rows = [
         {
@@ -94,7 +168,7 @@ def store_items(
             "key": key,
             "payload": item.payload,
             "status": item.status,
-            "delivery_id": delivery_id,
+            "delivery_id": groups[index][0],
             "received_at": now,
             "last_seen_at": now,
             "webhook_at": now if is_webhook else None,
@@ -104,31 +178,25 @@ def store_items(
             "attempts": 0,
         }
         # A stable key order keeps concurrent batches from deadlocking on PostgreSQL.
-        for key, item in sorted(first_by_key.items())
+        for key, (index, item) in sorted(first.items())
     ]
-    table = InboxItem.__table__  # type: ignore[attr-defined]
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    stmt = insert(table).values(rows)
-    upsert = stmt.on_conflict_do_update(
-        index_elements=[table.c.key],
-        set_={
-            "last_seen_at": stmt.excluded.last_seen_at,
-            "webhook_count": table.c.webhook_count + stmt.excluded.webhook_count,
-            "poll_count": table.c.poll_count + stmt.excluded.poll_count,
-            "webhook_at": func.coalesce(table.c.webhook_at, stmt.excluded.webhook_at),
-            "poll_at": func.coalesce(table.c.poll_at, stmt.excluded.poll_at),
-        },
-    ).returning(table.c.id, table.c.key, table.c.webhook_count + table.c.poll_count)
-    for item_id, key, seen in session.execute(upsert).all():
-        result.item_ids.append(item_id)
-        # The row was created by this statement exactly when it has been seen only now.
-        if seen == sightings[key]:
-            result.new_ids.append(item_id)
-            result.duplicates += sightings[key] - 1
-        else:
-            result.duplicates += sightings[key]
-    return result
+    stored = {
+        key: (item_id, seen)
+        for item_id, key, seen in session.execute(_upsert(session.get_bind().dialect.name), rows)
+    }
+    for index, (_, items) in enumerate(groups):
+        result = results[index]
+        for key, count in sorted(Counter(item.key for item in items).items()):
+            item_id, seen = stored[key]
+            result.item_ids.append(item_id)
+            # The row was created by this statement exactly when it has been seen only
+            # now; it is then new for the first group that carried it.
+            if seen == sightings[key] and first[key][0] == index:
+                result.new_ids.append(item_id)
+                result.duplicates += count - 1
+            else:
+                result.duplicates += count
+    return results
 
 
 def claim_for_redispatch(

@@ -4,10 +4,17 @@ import json
 from datetime import timedelta
 
 from sqlalchemy import Engine, func, select
+from sqlmodel import col
 
 from reconcile.db import session_scope
-from reconcile.inbox import NewItem, claim_for_redispatch, store_items
-from reconcile.models import InboxItem, Source
+from reconcile.inbox import (
+    Delivery,
+    NewItem,
+    claim_for_redispatch,
+    store_deliveries,
+    store_items,
+)
+from reconcile.models import InboxItem, Source, WebhookDelivery
 from reconcile.timeutil import utcnow
 from tests.factories import e2e_id
 
@@ -88,3 +95,51 @@ def test_claim_for_redispatch_takes_only_stale_pending_items(engine: Engine) -> 
             select(func.count()).where(InboxItem.dispatched_at.is_not(None))  # type: ignore[union-attr]
         ).scalar_one()
     assert count == 2
+
+
+def _delivery(*keys: str) -> Delivery:
+    return Delivery(
+        route="/webhooks/qrcode/pix",
+        remote_addr="10.0.0.1",
+        headers={"content-type": "application/json"},
+        body=json.dumps(keys).encode(),
+        items=[_item(key) for key in keys],
+    )
+
+
+def test_deliveries_stored_together_get_the_results_they_would_get_alone(
+    engine: Engine,
+) -> None:
+    with session_scope(engine) as session:
+        (known,) = store_deliveries(session, [_delivery("pix:known")])
+    batch = [
+        _delivery("pix:b", "pix:a"),
+        _delivery("pix:a", "pix:known"),  # one repeat from this batch, one from before
+        _delivery("pix:c", "pix:c"),
+        _delivery(),
+    ]
+    with session_scope(engine) as session:
+        first, second, third, empty = store_deliveries(session, batch)
+
+    with session_scope(engine) as session:
+        rows = {i.key: i for i in session.execute(select(InboxItem)).scalars()}
+        deliveries = session.execute(
+            select(WebhookDelivery).order_by(col(WebhookDelivery.id))
+        ).all()
+    assert [d.item_count for (d,) in deliveries] == [1, 2, 2, 2, 0]
+    assert deliveries[1][0].body == json.dumps(["pix:b", "pix:a"]).encode()
+    assert sorted(first.new_ids) == sorted([rows["pix:a"].id, rows["pix:b"].id])
+    assert first.duplicates == 0
+    assert second.new_ids == []
+    assert second.duplicates == 2
+    assert second.item_ids == [rows["pix:a"].id, rows["pix:known"].id]
+    assert third.new_ids == [rows["pix:c"].id]
+    assert third.duplicates == 1
+    assert empty.item_ids == empty.new_ids == []
+    assert empty.duplicates == 0
+    assert known.new_ids == [rows["pix:known"].id]
+    # Each item belongs to the first delivery that carried it; every sighting is counted.
+    assert rows["pix:a"].delivery_id == deliveries[1][0].id
+    assert rows["pix:a"].webhook_count == 2
+    assert rows["pix:c"].webhook_count == 2
+    assert rows["pix:known"].webhook_count == 2

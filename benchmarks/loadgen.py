@@ -1,0 +1,181 @@
+"""A lean HTTP/1.1 load generator for the benchmarks: keep-alive connections on asyncio
+streams, requests pre-rendered as bytes, so that on a 2-core machine the client costs the
+servers under test as little CPU as a Python client can.
+
+Two modes:
+
+- closed loop (``closed``): each connection sends its next request as soon as the answer
+  to the previous one arrives: the server's throughput ceiling;
+- open loop (``open_loop``): requests are due at a fixed rate whatever the server does,
+  and each latency is measured from the moment the request was *due*, so a server that
+  falls behind is charged for the queue it builds (no coordinated omission).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Renders request number n (bytes of a whole HTTP/1.1 request).
+MakeRequest = Callable[[int], bytes]
+
+
+def http_request(path: str, body: bytes, headers: dict[str, str], host: str = "127.0.0.1") -> bytes:
+    lines = [
+        f"POST {path} HTTP/1.1",
+        f"Host: {host}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+        *(f"{name}: {value}" for name, value in headers.items()),
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+@dataclass
+class LoadResult:
+    seconds: float
+    latencies: list[float] = field(default_factory=list)
+    statuses: Counter[int] = field(default_factory=Counter)
+    errors: int = 0
+    sent: int = 0
+
+    @property
+    def ok(self) -> int:
+        return sum(n for status, n in self.statuses.items() if 200 <= status < 300)
+
+    @property
+    def throughput(self) -> float:
+        return len(self.latencies) / self.seconds if self.seconds else 0.0
+
+    def percentile_ms(self, q: float) -> float | None:
+        if len(self.latencies) < 2:
+            return None
+        cuts = statistics.quantiles(self.latencies, n=1000, method="inclusive")
+        return round(cuts[min(int(q * 1000) - 1, len(cuts) - 1)] * 1000, 2)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "seconds": round(self.seconds, 3),
+            "requests": len(self.latencies),
+            "requests_per_second": round(self.throughput, 1),
+            "p50_ms": self.percentile_ms(0.50),
+            "p99_ms": self.percentile_ms(0.99),
+            "max_ms": round(max(self.latencies) * 1000, 2) if self.latencies else None,
+            "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
+            "errors": self.errors,
+        }
+
+
+async def _exchange(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
+) -> int:
+    writer.write(request)
+    head = await reader.readuntil(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    length = 0
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    if length:
+        await reader.readexactly(length)
+    return int(status_line.split(" ", 2)[1])
+
+
+async def _closed_loop(
+    host: str, port: int, make: MakeRequest, counter: itertools.count[int], stop_at: float
+) -> LoadResult:
+    result = LoadResult(seconds=0.0)
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        while time.perf_counter() < stop_at:
+            request = make(next(counter))
+            began = time.perf_counter()
+            result.sent += 1
+            try:
+                status = await _exchange(reader, writer, request)
+            except (OSError, asyncio.IncompleteReadError, ValueError):
+                result.errors += 1
+                writer.close()
+                reader, writer = await asyncio.open_connection(host, port)
+                continue
+            result.latencies.append(time.perf_counter() - began)
+            result.statuses[status] += 1
+    finally:
+        writer.close()
+    return result
+
+
+def _merge(parts: list[LoadResult], seconds: float) -> LoadResult:
+    merged = LoadResult(seconds=seconds)
+    for part in parts:
+        merged.latencies.extend(part.latencies)
+        merged.statuses.update(part.statuses)
+        merged.errors += part.errors
+        merged.sent += part.sent
+    return merged
+
+
+async def closed(
+    host: str,
+    port: int,
+    make: MakeRequest,
+    *,
+    connections: int,
+    seconds: float,
+    counter: itertools.count[int],
+) -> LoadResult:
+    began = time.perf_counter()
+    stop_at = began + seconds
+    parts = await asyncio.gather(
+        *(_closed_loop(host, port, make, counter, stop_at) for _ in range(connections))
+    )
+    return _merge(list(parts), time.perf_counter() - began)
+
+
+async def open_loop(
+    host: str,
+    port: int,
+    make: MakeRequest,
+    *,
+    rate: float,
+    seconds: float,
+    connections: int,
+    counter: itertools.count[int],
+) -> LoadResult:
+    """Request i is due at ``start + i / rate``; whichever connection is free takes it."""
+    total = int(rate * seconds)
+    slots = iter(range(total))
+    start = time.perf_counter() + 0.05
+
+    async def connection() -> LoadResult:
+        result = LoadResult(seconds=0.0)
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            for slot in slots:
+                due = start + slot / rate
+                delay = due - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                result.sent += 1
+                try:
+                    status = await _exchange(reader, writer, make(next(counter)))
+                except (OSError, asyncio.IncompleteReadError, ValueError):
+                    result.errors += 1
+                    writer.close()
+                    reader, writer = await asyncio.open_connection(host, port)
+                    continue
+                result.latencies.append(time.perf_counter() - due)
+                result.statuses[status] += 1
+        finally:
+            writer.close()
+        return result
+
+    parts = await asyncio.gather(*(connection() for _ in range(connections)))
+    return _merge(list(parts), time.perf_counter() - start)
