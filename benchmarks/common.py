@@ -55,7 +55,9 @@ def engine_version(paths: tuple[str, ...] = ("reconcile", "migrations")) -> dict
             )
         except OSError:
             return ""
-        return done.stdout.strip()
+        return done.stdout
 
+    # Porcelain lines are "XY path"; X may be a space, so the output is not stripped.
     dirty = git("status", "--porcelain", "--", *paths).splitlines()
-    return {"commit": git("rev-parse", "HEAD") or None, "uncommitted": [d[3:] for d in dirty]}
+    commit = git("rev-parse", "HEAD").strip()
+    return {"commit": commit or None, "uncommitted": [line[3:] for line in dirty if line]}

@@ -126,13 +126,13 @@ class GroupCommitter:
             for waiting in batch:
                 self._write([waiting])
             return
-        self._answer(list(zip(batch, results, strict=True)))
         try:
             self._on_commit([i for result in results for i in result.new_ids], len(batch))
-        # What happens after the commit must never stop the writer: the rows are durable
-        # and the sweeper dispatches anything left behind.
+        # What happens after the commit must never stop the writer nor fail a request: the
+        # rows are durable and the sweeper dispatches anything left behind.
         except Exception as exc:
             log.error("after_commit_failed", error=type(exc).__name__)
+        self._answer(list(zip(batch, results, strict=True)))
 
     @staticmethod
     def _answer(answers: Sequence[tuple[_Waiting, StoreResult | BaseException]]) -> None:

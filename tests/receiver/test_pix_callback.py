@@ -159,6 +159,9 @@ def test_healthz_ok_and_metrics_count_deliveries(running_node: RunningNode) -> N
     assert 'pixrecon_webhook_deliveries_total{route="/webhooks/qrcode/pix",status="200"} 1.0' in (
         metrics
     )
+    # One delivery, alone in its transaction.
+    assert "pixrecon_receiver_commit_batch_deliveries_count 1.0" in metrics
+    assert "pixrecon_receiver_commit_batch_deliveries_sum 1.0" in metrics
 
 
 @pytest.mark.parametrize("depth", [40, 30_000])
