@@ -94,7 +94,7 @@ class GroupCommitter:
     def _run(self) -> None:
         while True:
             first = self._queue.get()
-            if first is _STOP:
+            if not isinstance(first, _Waiting):  # the stop sentinel
                 return
             batch = [first]
             stopping = False
@@ -103,11 +103,17 @@ class GroupCommitter:
                     entry = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if entry is _STOP:
+                if not isinstance(entry, _Waiting):
                     stopping = True
                     break
                 batch.append(entry)
-            self._write(batch)  # type: ignore[arg-type]
+            try:
+                self._write(batch)
+            # The writer must outlive anything unforeseen, or every later request would
+            # wait forever; the batch's requests get the error (a 500) instead.
+            except Exception as exc:
+                log.error("group_commit_failed", deliveries=len(batch), error=type(exc).__name__)
+                self._answer([(waiting, exc) for waiting in batch])
             if stopping:
                 return
 
