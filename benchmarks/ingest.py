@@ -47,7 +47,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from benchmarks.common import DEFAULT_URL, engine_version, psycopg_url, scratch_database
-from benchmarks.loadgen import LoadResult, closed, http_request, open_loop
+from benchmarks.loadgen import LoadResult, MakeRequest, closed, http_request, open_loop
 
 ROOT = Path(__file__).resolve().parent.parent
 PATH = "/webhooks/qrcode/pix"
@@ -103,7 +103,7 @@ def _vm_hwm_mib(pid: int) -> float | None:
     return None
 
 
-def pix_request(secret_header: str, secret: str, run: str) -> Any:
+def pix_request(secret_header: str, secret: str, run: str) -> MakeRequest:
     stamp = datetime.now(UTC).strftime("%Y%m%d%H%M")
     horario = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -122,7 +122,7 @@ def pix_request(secret_header: str, secret: str, run: str) -> Any:
 
 
 def _run_closed(
-    port: int, make: Any, args: argparse.Namespace, counter: Any
+    port: int, make: MakeRequest, args: argparse.Namespace, counter: itertools.count[int]
 ) -> tuple[LoadResult, LoadResult]:
     """(warm-up, measured): a short warm-up first, so connections are open and code paths
     and caches warm when the measure starts."""

@@ -43,7 +43,6 @@ class LoadResult:
     latencies: list[float] = field(default_factory=list)
     statuses: Counter[int] = field(default_factory=Counter)
     errors: int = 0
-    sent: int = 0
 
     @property
     def ok(self) -> int:
@@ -88,28 +87,35 @@ async def _exchange(
     return int(status_line.split(" ", 2)[1])
 
 
-async def _closed_loop(
-    host: str, port: int, make: MakeRequest, counter: itertools.count[int], stop_at: float
-) -> LoadResult:
-    result = LoadResult(seconds=0.0)
-    reader, writer = await asyncio.open_connection(host, port)
-    try:
-        while time.perf_counter() < stop_at:
-            request = make(next(counter))
-            began = time.perf_counter()
-            result.sent += 1
-            try:
-                status = await _exchange(reader, writer, request)
-            except (OSError, asyncio.IncompleteReadError, ValueError):
-                result.errors += 1
-                writer.close()
-                reader, writer = await asyncio.open_connection(host, port)
-                continue
-            result.latencies.append(time.perf_counter() - began)
-            result.statuses[status] += 1
-    finally:
-        writer.close()
-    return result
+class _Connection:
+    """One keep-alive connection and what it measured; reopened after an error."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.result = LoadResult(seconds=0.0)
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def open(self) -> None:
+        self._streams = await asyncio.open_connection(self.host, self.port)
+
+    async def send(self, request: bytes, since: float) -> None:
+        """Send ``request``; its latency counts from ``since``."""
+        if self._streams is None:
+            await self.open()
+        assert self._streams is not None
+        try:
+            status = await _exchange(*self._streams, request)
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            self.result.errors += 1
+            self.close()
+            return
+        self.result.latencies.append(time.perf_counter() - since)
+        self.result.statuses[status] += 1
+
+    def close(self) -> None:
+        if self._streams is not None:
+            self._streams[1].close()
+            self._streams = None
 
 
 def _merge(parts: list[LoadResult], seconds: float) -> LoadResult:
@@ -118,7 +124,6 @@ def _merge(parts: list[LoadResult], seconds: float) -> LoadResult:
         merged.latencies.extend(part.latencies)
         merged.statuses.update(part.statuses)
         merged.errors += part.errors
-        merged.sent += part.sent
     return merged
 
 
@@ -133,9 +138,19 @@ async def closed(
 ) -> LoadResult:
     began = time.perf_counter()
     stop_at = began + seconds
-    parts = await asyncio.gather(
-        *(_closed_loop(host, port, make, counter, stop_at) for _ in range(connections))
-    )
+
+    async def connection() -> LoadResult:
+        conn = _Connection(host, port)
+        await conn.open()  # before the clock matters: connecting is not a request
+        try:
+            while time.perf_counter() < stop_at:
+                request = make(next(counter))
+                await conn.send(request, time.perf_counter())
+        finally:
+            conn.close()
+        return conn.result
+
+    parts = await asyncio.gather(*(connection() for _ in range(connections)))
     return _merge(list(parts), time.perf_counter() - began)
 
 
@@ -155,27 +170,18 @@ async def open_loop(
     start = time.perf_counter() + 0.05
 
     async def connection() -> LoadResult:
-        result = LoadResult(seconds=0.0)
-        reader, writer = await asyncio.open_connection(host, port)
+        conn = _Connection(host, port)
+        await conn.open()  # before the clock matters: connecting is not a request
         try:
             for slot in slots:
                 due = start + slot / rate
                 delay = due - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                result.sent += 1
-                try:
-                    status = await _exchange(reader, writer, make(next(counter)))
-                except (OSError, asyncio.IncompleteReadError, ValueError):
-                    result.errors += 1
-                    writer.close()
-                    reader, writer = await asyncio.open_connection(host, port)
-                    continue
-                result.latencies.append(time.perf_counter() - due)
-                result.statuses[status] += 1
+                await conn.send(make(next(counter)), due)
         finally:
-            writer.close()
-        return result
+            conn.close()
+        return conn.result
 
     parts = await asyncio.gather(*(connection() for _ in range(connections)))
     return _merge(list(parts), time.perf_counter() - start)

@@ -58,21 +58,6 @@ class Delivery:
     items: Sequence[NewItem]
 
 
-def record_delivery(
-    session: Session,
-    *,
-    route: str,
-    remote_addr: str | None,
-    headers: Mapping[str, str],
-    body: bytes,
-    item_count: int,
-) -> int:
-    (delivery_id,) = _insert_deliveries(
-        session, [Delivery(route, remote_addr, headers, body, [])], utcnow(), [item_count]
-    )
-    return delivery_id
-
-
 def store_items(
     session: Session,
     items: Sequence[NewItem],
@@ -96,13 +81,13 @@ def store_deliveries(
     if not deliveries:
         return []
     now = now or utcnow()
-    ids = _insert_deliveries(session, deliveries, now, [len(d.items) for d in deliveries])
+    ids = _insert_deliveries(session, deliveries, now)
     groups = [(delivery_id, d.items) for delivery_id, d in zip(ids, deliveries, strict=True)]
     return _store_groups(session, groups, Source.WEBHOOK, now)
 
 
 def _insert_deliveries(
-    session: Session, deliveries: Sequence[Delivery], now: datetime, item_counts: list[int]
+    session: Session, deliveries: Sequence[Delivery], now: datetime
 ) -> list[int]:
     table = WebhookDelivery.__table__  # type: ignore[attr-defined]
     rows = [
@@ -111,10 +96,10 @@ def _insert_deliveries(
             "remote_addr": d.remote_addr,
             "headers": json.dumps(dict(d.headers), ensure_ascii=False),
             "body": d.body,
-            "item_count": count,
+            "item_count": len(d.items),
             "received_at": now,
         }
-        for d, count in zip(deliveries, item_counts, strict=True)
+        for d in deliveries
     ]
     stmt = insert(table).returning(table.c.id, sort_by_parameter_order=True)
     return [row[0] for row in session.execute(stmt, rows)]
