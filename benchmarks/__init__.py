@@ -1,1 +1,1 @@
-"""Benchmarks of DESIGN §7 (scripts; never timed tests)."""
+"""Benchmarks of docs/design.md §7 (scripts; never timed tests)."""

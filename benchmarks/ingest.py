@@ -1,4 +1,4 @@
-"""The ingest benchmark (DESIGN §7): webhook deliveries acknowledged after a durable commit
+"""The ingest benchmark (docs/design.md §7): webhook deliveries acknowledged after a durable commit
 (PostgreSQL + Redis), against the ceiling of a no-op Starlette endpoint measured in the
 same run.
 
@@ -132,8 +132,8 @@ def _run_closed(
 
 
 def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
+    from migrations.apply import upgrade
     from reconcile.db import create_db_engine
-    from reconcile.migrate import upgrade
 
     engine = create_db_engine(database_url)
     upgrade(engine)

@@ -1,5 +1,5 @@
-"""The nightly benchmark (DESIGN §7): reconcile one business day of a million statement
-lines against a million events on PostgreSQL in at most 20 s and 256 MiB of RSS.
+"""The nightly benchmark (docs/design.md §7): reconcile one business day of a million statement
+lines against a million events on PostgreSQL in at most 10 s and 256 MiB of RSS.
 
     python benchmarks/nightly.py --events 1000000 --lines 1000000 [--database-url URL]
 
@@ -427,8 +427,8 @@ def main(argv: list[str]) -> int:
     if argv[:1] == [CHILD_FLAG]:
         return run_child(argv[1])
     args = parse_args(argv)
+    from migrations.apply import upgrade
     from reconcile.db import create_db_engine
-    from reconcile.migrate import upgrade
 
     plan = Plan(events=args.events, lines=args.lines, charges=args.charges, day=args.day)
     now = plan.end + timedelta(hours=2)  # the night after the business day

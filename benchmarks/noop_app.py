@@ -1,4 +1,4 @@
-"""The ceiling of DESIGN §7's ingest ratio: a Starlette endpoint that reads the body and
+"""The ceiling of docs/design.md §7's ingest ratio: a Starlette endpoint that reads the body and
 answers as the receiver does, storing nothing. Served by uvicorn with the same options as
 ``pixrecon serve``."""
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
+from migrations.apply import is_up_to_date, upgrade
 from reconcile.db import create_db_engine
 from reconcile.logs import configure_logging
-from reconcile.migrate import is_up_to_date, upgrade
 from reconcile.settings import Settings
 
 

@@ -32,13 +32,13 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
 from pixrecon.bootstrap import open_database, setup_logging
-from pixrecon.nightly_cli import print_report
 from pixrecon.node import Node
+from pixrecon.report import print_report
 from pixrecon.sandbox_wiring import sandbox_servers
 from reconcile.db import session_scope
 from reconcile.money import from_cents
 from reconcile.nightly import reconcile_day
-from reconcile.polling import poll_received_pix
+from reconcile.polling.day import Family, fetch_window
 from reconcile.queries import inbox_summary
 from reconcile.settings import Settings
 from reconcile.timeutil import BUSINESS_TZ, utcnow
@@ -246,27 +246,28 @@ def run_demo(*, pix_count: int, seed: int, database_url: str, console: Console) 
                     receiver.url + "/webhooks/qrcode/pix", json={"pix": _forge(rng, FORGED)}
                 )
 
-            poll_task = progress.add_task("polling GET /pix", total=pix_count)
-            polled = poll_received_pix(
-                node.runtime.poller.pix_api,
+            poll_task = progress.add_task("polling the QR code API", total=pix_count)
+            fetched = fetch_window(
                 engine,
+                node.runtime.jobs.providers,
                 window_start,
                 utcnow() + timedelta(minutes=1),
-                page_size=100,
+                families=(Family.QRCODE,),
                 on_new=node.runtime.dispatcher.dispatch,
             )
+            polled = fetched.steps["received_pix"]
             progress.update(poll_task, completed=polled.seen)
             _wait_processed(engine, progress, progress.add_task("workers processing"))
 
             confirm_task = progress.add_task("confirming by API", total=None)
-            node.runtime.poller.confirm_pix()
+            node.runtime.jobs.confirm()
             with session_scope(engine) as session:
                 summary = inbox_summary(session)
             progress.update(
                 confirm_task, total=summary["pix_received"], completed=summary["pix_received"]
             )
             statement_task = progress.add_task("polling the statement", total=None)
-            node.runtime.poller.poll_accounts()
+            node.runtime.jobs.poll_accounts()
             _wait_processed(engine, progress, statement_task)
             nightly = reconcile_day(engine, utcnow().astimezone(BUSINESS_TZ).date())
 

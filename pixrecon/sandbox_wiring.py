@@ -31,9 +31,9 @@ class SandboxUrls:
 
     def fields(self) -> dict[str, str]:
         return {
-            "pix_api_url": self.qrcode,
-            "pix_client_id": DEFAULT_CLIENT_ID,
-            "pix_client_secret": DEFAULT_CLIENT_SECRET,
+            "qrcode_api_url": self.qrcode,
+            "qrcode_client_id": DEFAULT_CLIENT_ID,
+            "qrcode_client_secret": DEFAULT_CLIENT_SECRET,
             "accounts_api_url": self.accounts,
             "accounts_client_id": DEFAULT_ACCOUNTS_CLIENT_ID,
             "accounts_client_secret": DEFAULT_ACCOUNTS_CLIENT_SECRET,

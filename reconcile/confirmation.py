@@ -1,4 +1,4 @@
-"""Confirm-by-API (DESIGN §1.5): a webhook is a trigger, not proof. Every notified movement
+"""Confirm-by-API (docs/design.md §1.5): a webhook is a trigger, not proof. Every notified movement
 is looked up with the provider's API before its money counts; one the API still denies
 after the grace period is flagged ``unconfirmed_webhook`` (a possible forgery), one it
 knows with another amount ``amount_mismatch``."""
@@ -18,6 +18,7 @@ from reconcile.logs import get_logger
 from reconcile.models import AccountMovement, Confirmation, PixReceived
 from reconcile.money import InvalidAmount, parse_amount, to_cents
 from reconcile.provider.errors import NotFound, ProviderUnavailable
+from reconcile.settings import Settings
 from reconcile.timeutil import as_utc, utcnow
 
 log = get_logger(__name__)
@@ -58,6 +59,11 @@ class ConfirmReport:
     skipped: list[int] = field(default_factory=list)
     interrupted: bool = False
     """The provider became unavailable; the rest waits for the next run."""
+
+    def extend(self, other: ConfirmReport) -> None:
+        for name in ("confirmed", "unconfirmed", "mismatched", "still_pending", "skipped"):
+            getattr(self, name).extend(getattr(other, name))
+        self.interrupted = self.interrupted or other.interrupted
 
     @property
     def handled(self) -> int:
@@ -140,7 +146,7 @@ def confirm_pending(
             report.interrupted = True
             break
         if api_cents is None:
-            # No API can vouch for this one now (e.g. the Pix API is not configured); look
+            # No API can vouch for this one now (e.g. the QR code API is not configured); look
             # again much later rather than blocking the rows behind it.
             outcomes.append((row.id, Confirmation.PENDING.value, None, now + MAX_RECHECK * 6))
             report.skipped.append(row.id)
@@ -213,7 +219,7 @@ def confirm_pending_movements(
     limit: int = 100,
 ) -> ConfirmReport:
     """Payouts (TRANSFER, CASHOUT) by idempotency key or endToEndId; credits (RECEIVE) by
-    the Pix API; refunds by the payout they refund, else by the Pix they refund."""
+    the QR code API; refunds by the payout they refund, else by the Pix they refund."""
 
     def lookup(due: Due) -> int | None:
         kind, key, e2e = (due.fields[n] for n in ("type", "idempotency_key", "end_to_end_id"))
@@ -255,3 +261,37 @@ def waive_confirmation(engine: Engine) -> int:
             )
             waived += int(result.rowcount or 0)  # type: ignore[attr-defined]
     return waived
+
+
+def _drain(step: Callable[[], ConfirmReport], batch: int, into: ConfirmReport) -> None:
+    """Run ``step`` until a batch comes back short: nothing more is due now."""
+    while True:
+        report = step()
+        into.extend(report)
+        if report.interrupted or report.handled < batch:
+            return
+
+
+def confirm_all(
+    engine: Engine,
+    pix: PixLookup | None,
+    payments: PaymentLookup | None,
+    settings: Settings,
+) -> ConfirmReport:
+    """Every movement whose look-up is due, by the configured policy: the worker's
+    ``confirm`` job and the nightly run both come here."""
+    report = ConfirmReport()
+    if settings.confirm_policy == "none":
+        waive_confirmation(engine)
+        return report
+    grace = timedelta(seconds=settings.confirm_grace_seconds)
+    batch = settings.confirm_batch_size
+    if pix is not None:
+        _drain(lambda: confirm_pending_pix(engine, pix, grace=grace, limit=batch), batch, report)
+    if payments is not None:
+        _drain(
+            lambda: confirm_pending_movements(engine, payments, pix, grace=grace, limit=batch),
+            batch,
+            report,
+        )
+    return report

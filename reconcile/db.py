@@ -6,11 +6,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, Table, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
-from sqlmodel import Session
+from sqlmodel import Session, SQLModel
 
 # Errors that mean "storage is unavailable right now", as opposed to a bug in our SQL.
 UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
@@ -68,6 +69,18 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         yield session
 
 
-def ping(engine: Engine) -> None:
-    with engine.connect() as connection:
-        connection.execute(text("SELECT 1"))
+def table_of(model: type[SQLModel]) -> Table:
+    """The Core table of a table model, for set-based statements (SQLModel's stubs do not
+    declare ``__table__``)."""
+    table: Table = model.__table__  # type: ignore[attr-defined]
+    return table
+
+
+def insert_for(dialect: str) -> Any:
+    """The insert construct with ``ON CONFLICT`` of the dialect in use: idempotent writes
+    are one statement on both SQLite and PostgreSQL (docs/design.md §1.3)."""
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
+
+
+def dialect_of(session: Session) -> str:
+    return session.get_bind().dialect.name

@@ -13,9 +13,9 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col
 
+from reconcile.db import insert_for, table_of
 from reconcile.models import InboxItem, ItemStatus, Source, WebhookDelivery
 from reconcile.timeutil import utcnow
 
@@ -89,7 +89,7 @@ def store_deliveries(
 def _insert_deliveries(
     session: Session, deliveries: Sequence[Delivery], now: datetime
 ) -> list[int]:
-    table = WebhookDelivery.__table__  # type: ignore[attr-defined]
+    table = table_of(WebhookDelivery)
     rows = [
         {
             "route": d.route,
@@ -113,9 +113,8 @@ _UPSERTS: dict[str, Any] = {}
 def _upsert(dialect: str) -> Any:
     stmt = _UPSERTS.get(dialect)
     if stmt is None:
-        table = InboxItem.__table__  # type: ignore[attr-defined]
-        insert_for = postgresql.insert if dialect == "postgresql" else sqlite.insert
-        base = insert_for(table)
+        table = table_of(InboxItem)
+        base = insert_for(dialect)(table)
         stmt = _UPSERTS[dialect] = base.on_conflict_do_update(
             index_elements=[table.c.key],
             set_={

@@ -32,13 +32,27 @@ class ItemStatus(enum.StrEnum):
 
 
 class Confirmation(enum.StrEnum):
-    """Whether the provider's API stands behind a notified movement (DESIGN §1.5)."""
+    """Whether the provider's API stands behind a notified movement (docs/design.md §1.5)."""
 
     PENDING = "pending"  # not yet looked up, or unknown to the API inside the grace period
     CONFIRMED = "confirmed"  # the API knows it, with the same amount
     UNCONFIRMED_WEBHOOK = "unconfirmed_webhook"  # still unknown after the grace period
     AMOUNT_MISMATCH = "amount_mismatch"  # the API knows it with another amount
     NOT_REQUIRED = "not_required"  # confirmation switched off by policy
+
+
+class CaseState(enum.StrEnum):
+    """Where a person's work on an exception case stands."""
+
+    OPEN = "open"  # raised by a run, nobody on it yet
+    ACKNOWLEDGED = "acknowledged"  # someone is on it; it still counts as remaining
+    RESOLVED = "resolved"  # a person closed it with a note; re-runs keep it resolved
+    CLEARED = "cleared"  # the newest run of its day no longer raises it
+
+    @classmethod
+    def remaining(cls) -> tuple[CaseState, ...]:
+        """The states that still count against the day."""
+        return (cls.OPEN, cls.ACKNOWLEDGED)
 
 
 class ItemKind(enum.StrEnum):
@@ -77,7 +91,9 @@ class WebhookDelivery(WebhookDeliveryBase, table=True):
 class InboxItemBase(SQLModel):
     source: str = Field(max_length=16, description="webhook | poll (Source)")
     kind: str = Field(max_length=40)
-    key: str = Field(max_length=200, description="business key, unique per item (DESIGN §4)")
+    key: str = Field(
+        max_length=200, description="business key, unique per item (docs/design.md §4)"
+    )
     payload: str = Field(sa_type=Text, description="the item's JSON as received")
 
 
@@ -359,7 +375,7 @@ class ReconciliationRun(SQLModel, table=True):
 class ReconciliationItemBase(SQLModel):
     subject: str = Field(max_length=16, description="movement, charge, payout or infraction")
     ref: str = Field(max_length=120, description="endToEndId, rtrId, txid, key or case id")
-    status: str = Field(max_length=32, description="DESIGN §5 vocabulary")
+    status: str = Field(max_length=32, description="docs/design.md §5 vocabulary")
     exception: bool = Field(default=False, description="a person must look at it")
     reason: str = Field(sa_type=Text)
     expected_cents: int | None = Field(default=None, sa_type=BigInteger)
@@ -398,9 +414,7 @@ class ExceptionCase(SQLModel, table=True):
     subject: str = Field(max_length=16)
     ref: str = Field(max_length=120)
     status: str = Field(max_length=32)
-    state: str = Field(
-        default="open", max_length=16, description="open, acknowledged, resolved, cleared"
-    )
+    state: str = Field(default=CaseState.OPEN.value, max_length=16, description="a CaseState")
     note: str | None = Field(default=None, sa_type=Text)
     first_seen_run_id: int = Field(sa_type=BigInteger)
     last_seen_run_id: int = Field(sa_type=BigInteger)

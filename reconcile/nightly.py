@@ -11,17 +11,17 @@ from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import Engine, case, delete, func, literal, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col
 
-from reconcile.db import session_scope
+from reconcile.db import dialect_of, insert_for, session_scope, table_of
 from reconcile.matching.charges import match_charges
-from reconcile.matching.context import RunContext, table
+from reconcile.matching.context import RunContext
 from reconcile.matching.infractions import match_infractions
 from reconcile.matching.movements import match_received, match_refunds
 from reconcile.matching.payouts import match_payouts
 from reconcile.matching.totals import balance_drift, day_totals
 from reconcile.models import (
+    CaseState,
     ExceptionCase,
     InboxItem,
     ReconciliationItem,
@@ -37,7 +37,7 @@ MATCHERS: list[tuple[str, Callable[[Session, RunContext], None]]] = [
     ("payouts", match_payouts),
     ("infractions", match_infractions),
 ]
-REMAINING = ("open", "acknowledged")
+REMAINING = tuple(state.value for state in CaseState.remaining())
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def _statement_known(session: Session, day: date) -> bool:
 
 
 def _counts(session: Session, run_id: int, subject: str) -> dict[str, int]:
-    items = table(ReconciliationItem)
+    items = table_of(ReconciliationItem)
     rows = session.execute(
         select(items.c.status, func.count())
         .where(items.c.run_id == run_id, items.c.subject == subject)
@@ -69,7 +69,7 @@ def _counts(session: Session, run_id: int, subject: str) -> dict[str, int]:
 
 def _duplicates(session: Session, ctx: RunContext) -> int:
     """Repeated deliveries of the day's movements (counted, no effect)."""
-    inbox, items = table(InboxItem), table(ReconciliationItem)
+    inbox, items = table_of(InboxItem), table_of(ReconciliationItem)
     value = session.execute(
         select(func.sum(case((inbox.c.webhook_count > 1, inbox.c.webhook_count - 1), else_=0)))
         .select_from(items.join(inbox, inbox.c.id == items.c.inbox_item_id))
@@ -81,14 +81,14 @@ def _duplicates(session: Session, ctx: RunContext) -> int:
 def _sync_cases(session: Session, ctx: RunContext) -> None:
     """Exceptions of this run become (or stay) cases; a resolved case stays resolved; a
     case that no longer shows up is cleared."""
-    items, cases = table(ReconciliationItem), table(ExceptionCase)
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    items, cases = table_of(ReconciliationItem), table_of(ExceptionCase)
+    insert = insert_for(dialect_of(session))
     found = select(
         literal(ctx.day, cases.c.business_date.type),
         items.c.subject,
         items.c.ref,
         items.c.status,
-        literal("open", cases.c.state.type),
+        literal(CaseState.OPEN.value, cases.c.state.type),
         literal(ctx.run_id, cases.c.first_seen_run_id.type),
         literal(ctx.run_id, cases.c.last_seen_run_id.type),
         literal(ctx.now, cases.c.updated_at.type),
@@ -112,7 +112,10 @@ def _sync_cases(session: Session, ctx: RunContext) -> None:
             set_={
                 "last_seen_run_id": stmt.excluded.last_seen_run_id,
                 # Back again after being cleared: open again. Resolved stays resolved.
-                "state": case((cases.c.state == "cleared", "open"), else_=cases.c.state),
+                "state": case(
+                    (cases.c.state == CaseState.CLEARED.value, CaseState.OPEN.value),
+                    else_=cases.c.state,
+                ),
             },
         )
     )
@@ -123,12 +126,12 @@ def _sync_cases(session: Session, ctx: RunContext) -> None:
             cases.c.last_seen_run_id != ctx.run_id,
             cases.c.state.in_(REMAINING),
         )
-        .values(state="cleared", updated_at=ctx.now)
+        .values(state=CaseState.CLEARED.value, updated_at=ctx.now)
     )
 
 
 def _open_exceptions(session: Session, day: date, run_id: int) -> list[dict[str, Any]]:
-    cases, items = table(ExceptionCase), table(ReconciliationItem)
+    cases, items = table_of(ExceptionCase), table_of(ReconciliationItem)
     rows = session.execute(
         select(
             cases.c.id,
@@ -229,7 +232,7 @@ def reconcile_day(
 def _prune_earlier_runs(engine: Engine, day: date, run_id: int) -> None:
     """Keep the verdicts of the newest run only (the runs and their reports stay): the
     worker reconciles today every few minutes, and a day has up to millions of items."""
-    items, runs = table(ReconciliationItem), table(ReconciliationRun)
+    items, runs = table_of(ReconciliationItem), table_of(ReconciliationRun)
     earlier = select(runs.c.id).where(runs.c.business_date == day, runs.c.id < run_id)
     with session_scope(engine) as session:
         session.execute(delete(items).where(items.c.run_id.in_(earlier.scalar_subquery())))

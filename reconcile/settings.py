@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///pixrecon.db"
@@ -21,9 +21,19 @@ def _split_csv(value: object) -> object:
 CsvList = Annotated[list[str], NoDecode]
 
 
+def _renamed(name: str, former: str) -> AliasChoices:
+    """Read ``PIXRECON_<name>``, or the variable's former name so that an existing
+    deployment's environment keeps working after the QR code API settings were renamed."""
+    return AliasChoices(f"PIXRECON_{name}", f"PIXRECON_{former}")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="PIXRECON_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+        env_prefix="PIXRECON_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
     )
 
     database_url: str = DEFAULT_DATABASE_URL
@@ -68,13 +78,26 @@ class Settings(BaseSettings):
     # /healthz turns 503 when the oldest unprocessed inbox row is older than this.
     health_max_lag_seconds: float = Field(default=300.0, gt=0)
 
-    # The provider's QR code (BCB Pix) API; client certificate for its mutual TLS.
-    pix_api_url: str | None = None
-    pix_client_id: str | None = None
-    pix_client_secret: str | None = None
-    pix_client_cert: str | None = None
-    pix_client_key: str | None = None
-    pix_ca_bundle: str | None = None
+    # The provider's QR code API (it follows the BCB standard Pix API); client certificate
+    # for its mutual TLS.
+    qrcode_api_url: str | None = Field(
+        default=None, validation_alias=_renamed("QRCODE_API_URL", "PIX_API_URL")
+    )
+    qrcode_client_id: str | None = Field(
+        default=None, validation_alias=_renamed("QRCODE_CLIENT_ID", "PIX_CLIENT_ID")
+    )
+    qrcode_client_secret: str | None = Field(
+        default=None, validation_alias=_renamed("QRCODE_CLIENT_SECRET", "PIX_CLIENT_SECRET")
+    )
+    qrcode_client_cert: str | None = Field(
+        default=None, validation_alias=_renamed("QRCODE_CLIENT_CERT", "PIX_CLIENT_CERT")
+    )
+    qrcode_client_key: str | None = Field(
+        default=None, validation_alias=_renamed("QRCODE_CLIENT_KEY", "PIX_CLIENT_KEY")
+    )
+    qrcode_ca_bundle: str | None = Field(
+        default=None, validation_alias=_renamed("QRCODE_CA_BUNDLE", "PIX_CA_BUNDLE")
+    )
     # The provider's accounts (cash-out) API, with its own credentials and certificate.
     accounts_api_url: str | None = None
     accounts_client_id: str | None = None
@@ -84,7 +107,7 @@ class Settings(BaseSettings):
     accounts_client_key: str | None = None
     accounts_ca_bundle: str | None = None
 
-    # Confirm-by-API (DESIGN §1.5): "api" looks every notified movement up before its
+    # Confirm-by-API (docs/design.md §1.5): "api" looks every notified movement up before its
     # money counts; "none" trusts webhooks (only for providers that sign, say).
     confirm_policy: str = Field(default="api", pattern="^(api|none)$")
     # A notified movement the API does not know yet stays pending this long, then it is
@@ -93,7 +116,11 @@ class Settings(BaseSettings):
     confirm_batch_size: int = Field(default=100, gt=0)
     # Polling is a primary source. Each window starts `overlap` before the previous one
     # ended, so a Pix booked late with an earlier time is still seen.
-    poll_pix_interval_seconds: float = Field(default=60.0, gt=0)
+    poll_qrcode_interval_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        validation_alias=_renamed("POLL_QRCODE_INTERVAL_SECONDS", "POLL_PIX_INTERVAL_SECONDS"),
+    )
     poll_accounts_interval_seconds: float = Field(default=300.0, gt=0)
     poll_overlap_seconds: float = Field(default=900.0, ge=0)
     poll_initial_lookback_seconds: float = Field(default=86400.0, gt=0)

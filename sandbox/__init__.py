@@ -1,4 +1,5 @@
-"""A simulated Pix provider (BCB Pix API, OAuth2, webhook delivery with faults).
+"""A simulated Pix provider: the QR code API (the BCB standard), the accounts API, OAuth2,
+and webhook delivery with faults.
 
 It stands in for the real provider in the demo, the tests and the benchmarks, and imports
 nothing from ``receiver``, ``worker``, ``reconcile`` or ``pixrecon``.

@@ -1,4 +1,4 @@
-"""The sandbox's Starlette app: the BCB Pix API routes over one ``SandboxProvider``."""
+"""The sandbox's Starlette app: the QR code API routes over one ``SandboxProvider``."""
 
 from __future__ import annotations
 

@@ -69,7 +69,7 @@ def run_sandbox(
 
     The accounts (cash-out) API has its own base URL at the real provider, so it is served
     on ``accounts_port`` (``None``: not at all), over the same provider state.
-    ``on_ready(pix_api_url, accounts_api_url)`` runs once both are accepting connections
+    ``on_ready(qrcode_api_url, accounts_api_url)`` runs once both are accepting connections
     (a scenario plays its day then); the sandbox keeps serving after it returns.
     """
     if provider is None:

@@ -1,4 +1,4 @@
-"""UTC time: the sandbox's clock and the RFC 3339 text the Pix API speaks."""
+"""UTC time: the sandbox's clock and the RFC 3339 text the QR code API speaks."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from enum import StrEnum
 
 class Endpoint(StrEnum):
     TOKEN = "token"  # noqa: S105 - POST /oauth/token, not a secret
-    API = "api"  # every Pix API route
+    API = "api"  # every QR code API route
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +99,11 @@ class ScriptedEndpoints:
     def record_request(self, name: str) -> None:
         with self._counts_lock:
             self._request_counts[name] += 1
+
+    def requests_seen(self) -> Counter[str]:
+        """A copy of every route's request count so far."""
+        with self._counts_lock:
+            return Counter(self._request_counts)
 
     def request_count(self, name: str) -> int:
         """Requests seen by route name, e.g. ``"GET /pix"``, ``"POST /oauth/token"``."""

@@ -59,7 +59,7 @@ def _authorize(request: Request, provider: SandboxProvider, scope: str) -> Respo
 
 
 def api_endpoint(name: str, scope: str) -> Callable[[Handler], Handler]:
-    """Wrap a Pix API handler: count it, play any scripted fault, then demand ``scope``.
+    """Wrap a QR code API handler: count it, play any scripted fault, then demand ``scope``.
 
     Faults come before authentication because in front of a real provider they come from
     the gateway, which answers before any token is looked at.

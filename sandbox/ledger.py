@@ -1,4 +1,4 @@
-"""The Pix the sandbox PSP has received, in the shapes the BCB Pix API returns them."""
+"""The Pix the sandbox PSP has received, in the shapes the QR code API returns them."""
 
 from __future__ import annotations
 

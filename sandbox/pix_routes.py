@@ -1,4 +1,4 @@
-"""``GET /pix`` and ``GET /pix/{e2eid}``: the received-Pix queries of the BCB Pix API."""
+"""``GET /pix`` and ``GET /pix/{e2eid}``: the received-Pix queries of the QR code API."""
 
 from __future__ import annotations
 

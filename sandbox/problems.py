@@ -1,4 +1,4 @@
-"""BCB ``Problema`` responses (RFC 7807), the only error shape the Pix API uses."""
+"""BCB ``Problema`` responses (RFC 7807), the only error shape the QR code API uses."""
 
 from __future__ import annotations
 

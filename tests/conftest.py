@@ -22,9 +22,9 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlmodel import SQLModel
 
+from migrations.apply import upgrade
 from pixrecon.node import Node
 from reconcile.db import create_db_engine, session_scope
-from reconcile.migrate import upgrade
 from reconcile.queries import inbox_summary
 from reconcile.settings import Settings
 from sandbox.server import BackgroundServer

@@ -1,4 +1,4 @@
-"""Builders of provider payloads for tests, shaped like DESIGN §4 and the BCB spec."""
+"""Builders of provider payloads for tests, shaped like docs/design.md §4 and the BCB spec."""
 
 from __future__ import annotations
 

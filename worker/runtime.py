@@ -8,13 +8,13 @@ import dramatiq
 from dramatiq.brokers.stub import StubBroker
 from sqlalchemy import Engine
 
-from reconcile.provider import factory as provider_factory
+from reconcile.provider.factory import provider_clients
 from reconcile.settings import Settings
 from worker.actors import Actors, declare_actors
 from worker.broker import build_broker
 from worker.dispatch import Dispatcher
-from worker.poller import Poller
-from worker.scheduler import PollerMiddleware
+from worker.jobs import PeriodicJobs
+from worker.scheduler import SchedulerMiddleware
 from worker.sweeper import Sweeper, SweeperMiddleware
 
 
@@ -24,7 +24,7 @@ class WorkerRuntime:
     actors: Actors
     dispatcher: Dispatcher
     sweeper: Sweeper
-    poller: Poller
+    jobs: PeriodicJobs
 
     @property
     def in_process(self) -> bool:
@@ -43,17 +43,11 @@ def build_runtime(settings: Settings, engine: Engine) -> WorkerRuntime:
         batch_size=settings.sweep_batch_size,
     )
     broker.add_middleware(SweeperMiddleware(sweeper))
-    poller = Poller(
-        settings,
-        engine,
-        dispatcher,
-        provider_factory.pix_api(settings),
-        provider_factory.accounts_api(settings),
-    )
+    jobs = PeriodicJobs(settings, engine, dispatcher, provider_clients(settings))
     if settings.scheduler_enabled:
-        broker.add_middleware(PollerMiddleware(poller))
+        broker.add_middleware(SchedulerMiddleware(jobs))
     return WorkerRuntime(
-        broker=broker, actors=actors, dispatcher=dispatcher, sweeper=sweeper, poller=poller
+        broker=broker, actors=actors, dispatcher=dispatcher, sweeper=sweeper, jobs=jobs
     )
 
 

@@ -1,5 +1,5 @@
-"""Runs the poller's jobs on intervals inside every worker process (APScheduler); the
-database leases decide which process actually does each run."""
+"""Runs the periodic jobs (``worker.jobs``) on intervals inside every worker process
+(APScheduler); the database leases decide which process actually does each run."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import dramatiq
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from reconcile.timeutil import utcnow
-from worker.poller import Poller
+from worker.jobs import PeriodicJobs
 
 
-class PollerMiddleware(dramatiq.Middleware):
-    def __init__(self, poller: Poller) -> None:
-        self.poller = poller
+class SchedulerMiddleware(dramatiq.Middleware):
+    def __init__(self, jobs: PeriodicJobs) -> None:
+        self.jobs = jobs
         self.scheduler: BackgroundScheduler | None = None
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
         scheduler = BackgroundScheduler(timezone="UTC")
-        for job in self.poller.jobs():
+        for job in self.jobs.jobs():
             # One run at a time per job; a run missed while busy is merged into the next.
             scheduler.add_job(
                 job.run,

@@ -7,10 +7,9 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Table
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, SQLModel
 
+from reconcile.db import dialect_of, insert_for, table_of
 from reconcile.models import InboxItem
 from reconcile.payloads import violations
 from reconcile.timeutil import utcnow
@@ -37,17 +36,10 @@ def validate(model: type[M], raw: Any, what: str) -> M:
         raise PermanentItemError(f"invalid {what}: {problems}") from None
 
 
-def _table(model: type[SQLModel]) -> Table:
-    table: Table = model.__table__  # type: ignore[attr-defined]
-    return table
-
-
-def _insert(session: Session) -> Any:
-    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-
-
 def insert_ignore(session: Session, model: type[SQLModel], values: dict[str, Any]) -> None:
-    session.execute(_insert(session)(_table(model)).values(values).on_conflict_do_nothing())
+    session.execute(
+        insert_for(dialect_of(session))(table_of(model)).values(values).on_conflict_do_nothing()
+    )
 
 
 def upsert_latest(
@@ -57,9 +49,9 @@ def upsert_latest(
 
     Notifications arrive unordered: a PROCESSING seen after LIQUIDATED must not win.
     """
-    table = _table(model)
+    table = table_of(model)
     values = {**values, "updated_at": utcnow()}
-    stmt = _insert(session)(table).values(values)
+    stmt = insert_for(dialect_of(session))(table).values(values)
     update = {name: stmt.excluded[name] for name in values if name not in key}
     session.execute(
         stmt.on_conflict_do_update(

@@ -6,7 +6,8 @@ from __future__ import annotations
 from sqlalchemy import String, and_, func, literal, or_, select
 from sqlmodel import Session
 
-from reconcile.matching.context import RunContext, table
+from reconcile.db import table_of
+from reconcile.matching.context import RunContext
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import ExpectedPayment, PixReceived, PixRefund
 
@@ -14,7 +15,7 @@ COUNTED = ("confirmed", "not_required")
 
 
 def match_charges(session: Session, ctx: RunContext) -> None:
-    E, P, R = table(ExpectedPayment), table(PixReceived), table(PixRefund)
+    E, P, R = table_of(ExpectedPayment), table_of(PixReceived), table_of(PixRefund)
     # A charge belongs to every day that concerns it: the day it was created, the day it
     # falls due, and any day a Pix paid it.
     paid_today = select(P.c.txid).where(

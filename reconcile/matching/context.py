@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import ColumnElement, Subquery, Table, and_, func, or_, select
-from sqlmodel import SQLModel
+from sqlalchemy import ColumnElement, Subquery, and_, func, or_, select
 
+from reconcile.db import table_of
 from reconcile.models import StatementEntry
 from reconcile.timeutil import BUSINESS_TZ, business_day_bounds
 
@@ -44,17 +44,8 @@ class RunContext:
         return and_(column >= self.start, column < self.end)
 
 
-def table(model: type[SQLModel]) -> Table:
-    t: Table = model.__table__  # type: ignore[attr-defined]
-    return t
-
-
 def in_categories(column: ColumnElement[str | None], names: tuple[str, ...]) -> ColumnElement[bool]:
     return or_(column.in_(names), column.is_(None))
-
-
-def coalesce_time(*columns: ColumnElement[datetime | None]) -> ColumnElement[datetime]:
-    return func.coalesce(*columns)
 
 
 def statement_lines(
@@ -67,7 +58,7 @@ def statement_lines(
 ) -> Subquery:
     """The day's statement lines of one side and kind, summed per ``key`` column:
     (``label``, ``sid`` — the first line, for the record — and ``cents``)."""
-    S = table(StatementEntry)
+    S = table_of(StatementEntry)
     column = S.c[key]
     return (
         select(

@@ -6,13 +6,14 @@ from __future__ import annotations
 from sqlalchemy import String, and_, false, func, literal, or_, select, true
 from sqlmodel import Session
 
-from reconcile.matching.context import INFRACTION_DEBIT, RunContext, statement_lines, table
+from reconcile.db import table_of
+from reconcile.matching.context import INFRACTION_DEBIT, RunContext, statement_lines
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import Infraction
 
 
 def match_infractions(session: Session, ctx: RunContext) -> None:
-    case_table = table(Infraction)
+    case_table = table_of(Infraction)
     s = statement_lines(ctx, "infraction_id", "DEBIT", INFRACTION_DEBIT, label="case_id")
     # The day's cases: opened or closed that day (by the provider's clock), debited that
     # day, or still open (money at risk is news every day).

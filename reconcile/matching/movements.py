@@ -16,12 +16,12 @@ from sqlalchemy import (
 )
 from sqlmodel import Session
 
+from reconcile.db import table_of
 from reconcile.matching.context import (
     RECEIVED,
     REFUND_SENT,
     RunContext,
     statement_lines,
-    table,
 )
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import InboxItem, PixReceived, PixRefund, StatementEntry
@@ -37,7 +37,7 @@ def _source(webhooks: ColumnElement[int], polls: ColumnElement[int]) -> ColumnEl
 
 
 def match_received(session: Session, ctx: RunContext) -> None:
-    P, inbox = table(PixReceived), table(InboxItem)
+    P, inbox = table_of(PixReceived), table_of(InboxItem)
     p = (
         select(
             P.c.end_to_end_id.label("e2e"),
@@ -50,7 +50,7 @@ def match_received(session: Session, ctx: RunContext) -> None:
         .subquery("p")
     )
     s = statement_lines(ctx, "end_to_end_id", "CREDIT", RECEIVED, label="e2e")
-    R = table(PixRefund)
+    R = table_of(PixRefund)
     refunded = (
         select(R.c.end_to_end_id.label("e2e"), func.sum(R.c.amount_cents).label("cents"))
         .where(R.c.status == "DEVOLVIDO")
@@ -124,7 +124,7 @@ def match_received(session: Session, ctx: RunContext) -> None:
 
 
 def match_refunds(session: Session, ctx: RunContext) -> None:
-    R, S = table(PixRefund), table(StatementEntry)
+    R, S = table_of(PixRefund), table_of(StatementEntry)
     r = (
         select(
             func.coalesce(

@@ -6,13 +6,14 @@ from __future__ import annotations
 from sqlalchemy import String, and_, false, func, literal, or_, select, true
 from sqlmodel import Session
 
-from reconcile.matching.context import PAYOUT, RunContext, statement_lines, table
+from reconcile.db import table_of
+from reconcile.matching.context import PAYOUT, RunContext, statement_lines
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import AccountMovement
 
 
 def match_payouts(session: Session, ctx: RunContext) -> None:
-    M = table(AccountMovement)
+    M = table_of(AccountMovement)
     key = func.coalesce(M.c.idempotency_key, M.c.reference)
     # TRANSFER, CASHOUT and REFUND notifications of one payout share its key; the latest
     # fact wins.

@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import and_, case, func, select
 from sqlmodel import Session
 
-from reconcile.matching.context import RunContext, table
+from reconcile.db import table_of
+from reconcile.matching.context import RunContext
 from reconcile.models import (
     AccountMovement,
     BalanceSnapshot,
@@ -28,8 +29,8 @@ def _cents(value: Any) -> int:
 def day_totals(session: Session, ctx: RunContext) -> dict[str, Any]:
     """Credits, debits and refunds in centavos as each source tells them: webhooks, polling
     (the API), and the statement."""
-    P, R, M, S = (table(m) for m in (PixReceived, PixRefund, AccountMovement, StatementEntry))
-    inbox = table(InboxItem)
+    P, R, M, S = (table_of(m) for m in (PixReceived, PixRefund, AccountMovement, StatementEntry))
+    inbox = table_of(InboxItem)
     counted = P.c.confirmation.in_(("confirmed", "not_required"))
     credits = session.execute(
         select(
@@ -98,7 +99,7 @@ def balance_drift(session: Session, ctx: RunContext) -> dict[str, Any]:
     """opening + credits - debits - closing, from the statement's running balance and
     the balance readings. Non-zero means lines are missing from what was polled (or the
     provider's books disagree with themselves)."""
-    S, B = table(StatementEntry), table(BalanceSnapshot)
+    S, B = table_of(StatementEntry), table_of(BalanceSnapshot)
     signed = case((S.c.type == "CREDIT", S.c.amount_cents), else_=-S.c.amount_cents)
     with_balance = and_(ctx.within(S.c.booked_at), S.c.balance_after_cents.is_not(None))
     first_at, last_at = session.execute(

@@ -7,7 +7,8 @@ from sqlalchemy import Boolean, ColumnElement, Integer, String, case, insert, li
 from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
-from reconcile.matching.context import RunContext, table
+from reconcile.db import table_of
+from reconcile.matching.context import RunContext
 from reconcile.models import ReconciliationItem
 
 Verdict = tuple[ColumnElement[bool], str, bool, str]
@@ -73,4 +74,4 @@ def insert_verdicts(
     # Rows arrive in key order, so the unique index on (run_id, subject, ref) grows at
     # its end instead of splitting pages all over: the biggest cost of a million-row day.
     rows = rows.order_by(ref)
-    session.execute(insert(table(ReconciliationItem)).from_select(COLUMNS, rows))
+    session.execute(insert(table_of(ReconciliationItem)).from_select(COLUMNS, rows))

@@ -78,7 +78,7 @@ def refund_key(end_to_end_id: str, refund: Devolucao) -> str:
 
 
 def split_pix_body(document: Any) -> list[tuple[str, Any]]:
-    """Every shape real deliveries use (DESIGN §4), as (JSON pointer, would-be Pix)."""
+    """Every shape real deliveries use (docs/design.md §4), as (JSON pointer, would-be Pix)."""
     if isinstance(document, list):
         return [(f"/{i}", item) for i, item in enumerate(document)]
     if isinstance(document, dict):

@@ -12,7 +12,7 @@ from reconcile.provider.errors import (
     ProviderUnavailable,
 )
 from reconcile.provider.oauth import TokenCache
-from reconcile.provider.pix_api import PixApi
+from reconcile.provider.qrcode_api import QrCodeApi
 from reconcile.provider.retry import RetryPolicy
 
 __all__ = [
@@ -24,9 +24,9 @@ __all__ = [
     "IdempotencyConflict",
     "InvalidResponse",
     "NotFound",
-    "PixApi",
     "ProviderError",
     "ProviderUnavailable",
+    "QrCodeApi",
     "RetryPolicy",
     "TokenCache",
 ]

@@ -189,9 +189,6 @@ class AccountsApi(ProviderClient):
         for invoice in self._walk(self.paths.invoices, {}):
             yield with_money(invoice, "amount")
 
-    def iter_customers(self) -> Iterator[dict[str, Any]]:
-        return self._walk(self.paths.customers, {})
-
     # -- Webhooks ----------------------------------------------------------------------
 
     def register_webhook(
@@ -201,9 +198,6 @@ class AccountsApi(ProviderClient):
         path = self.paths.webhook.format(type=quote(kind, safe=""))
         body = {"url": url, "secretHeader": {"name": secret_header_name, "value": secret_value}}
         return self._api.request_json("POST", path, body=body)
-
-    def iter_webhooks(self) -> Iterator[dict[str, Any]]:
-        return self._walk(self.paths.webhooks, {})
 
     def _walk(self, path: str, params: QueryParams) -> Iterator[dict[str, Any]]:
         return walk_pages(self._api.get_json, path, params, self._page_size)

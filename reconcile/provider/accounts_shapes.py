@@ -30,8 +30,6 @@ class AccountsPaths:
     infractions: str = "/infractions"
     infraction: str = "/infractions/{id}"
     invoices: str = "/invoices"
-    customers: str = "/customers"
-    webhooks: str = "/webhooks"
     webhook: str = "/webhooks/{type}"
 
 

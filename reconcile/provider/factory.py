@@ -4,11 +4,12 @@ identity."""
 from __future__ import annotations
 
 import ssl
+from dataclasses import dataclass
 
 import httpx
 
 from reconcile.provider.accounts_api import AccountsApi
-from reconcile.provider.pix_api import PixApi
+from reconcile.provider.qrcode_api import QrCodeApi
 from reconcile.settings import Settings
 
 
@@ -21,17 +22,16 @@ def _http(cert: str | None, key: str | None, ca: str | None) -> httpx.Client:
     return httpx.Client(verify=context, timeout=10.0)
 
 
-def pix_api(settings: Settings) -> PixApi | None:
-    """``None`` when the Pix API is not configured (its jobs are then skipped)."""
-    if not (settings.pix_api_url and settings.pix_client_id and settings.pix_client_secret):
+def qrcode_api(settings: Settings) -> QrCodeApi | None:
+    """``None`` when the QR code API is not configured (its jobs are then skipped)."""
+    s = settings
+    if not (s.qrcode_api_url and s.qrcode_client_id and s.qrcode_client_secret):
         return None
-    return PixApi(
-        settings.pix_api_url,
-        settings.pix_client_id,
-        settings.pix_client_secret,
-        http_client=_http(
-            settings.pix_client_cert, settings.pix_client_key, settings.pix_ca_bundle
-        ),
+    return QrCodeApi(
+        s.qrcode_api_url,
+        s.qrcode_client_id,
+        s.qrcode_client_secret,
+        http_client=_http(s.qrcode_client_cert, s.qrcode_client_key, s.qrcode_ca_bundle),
     )
 
 
@@ -52,3 +52,20 @@ def accounts_api(settings: Settings) -> AccountsApi | None:
         s.accounts_account_id,
         http_client=_http(s.accounts_client_cert, s.accounts_client_key, s.accounts_ca_bundle),
     )
+
+
+@dataclass(frozen=True)
+class ProviderClients:
+    """Both API families as configured; a family left unset is ``None``."""
+
+    qrcode: QrCodeApi | None
+    accounts: AccountsApi | None
+
+    def close(self) -> None:
+        for client in (self.qrcode, self.accounts):
+            if client is not None:
+                client.close()
+
+
+def provider_clients(settings: Settings) -> ProviderClients:
+    return ProviderClients(qrcode=qrcode_api(settings), accounts=accounts_api(settings))

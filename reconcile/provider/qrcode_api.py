@@ -1,131 +1,92 @@
-"""Charges, Pix Automático and webhook registration of the QR code (BCB Pix) API.
-
-Mixed into ``PixApi``, so one client (one token, one connection pool) serves the whole
-API family; this module only builds paths and parameters.
-"""
+"""Client of the provider's QR code API, which is the BCB standard Pix API (``/pix``)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, Final
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
+import httpx
+
+from reconcile.provider.client import ProviderClient
 from reconcile.provider.paging import walk_pages, window
-from reconcile.provider.transport import ApiTransport
+from reconcile.provider.qrcode_charges import QrCodeChargeQueries
+from reconcile.provider.retry import RetryPolicy
 
-# Looser than the spec (26-35 for charges, 29 for idRec) on purpose: they only guard the
-# URL path, and a provider's identifiers are its own business.
-_TXID_RE: Final = re.compile(r"[A-Za-z0-9]{1,35}")
-_ID_REC_RE: Final = re.compile(r"[A-Za-z0-9]{1,64}")
-
-
-def _path_id(value: str, pattern: re.Pattern[str], what: str) -> str:
-    if not pattern.fullmatch(value):
-        raise ValueError(f"not a {what}: {value!r}")
-    return quote(value, safe="")
+# Looser than the spec's 32 characters on purpose: only guards the URL path.
+_E2EID_RE: Final = re.compile(r"[A-Za-z0-9]{1,64}")
 
 
-def _webhook_body(url: str) -> dict[str, str]:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"webhook URL must be absolute http(s), got {url!r}")
-    return {"webhookUrl": url}
+class QrCodeApi(QrCodeChargeQueries, ProviderClient):
+    """The QR code API: ``GET /pix`` and ``GET /pix/{e2eid}`` here, charges, Pix Automático
+    and webhook registration from ``QrCodeChargeQueries``; OAuth2, retries and typed errors.
 
-
-class QrCodeQueries:
-    """``GET /cob``, ``/cobv``, ``/rec``, ``/cobr`` (one or a list) and ``PUT /webhook…``.
-
-    Lists yield every item with ``inicio <= created <= fim`` (tz-aware datetimes, inclusive
-    like ``GET /pix``), walking ``paginacao`` to the last page lazily. Unknown ids raise
-    ``NotFound``; other failures the typed errors of ``reconcile.provider.errors``.
+    ``http_client`` lets a deployment supply mutual TLS (``cert=``, ``verify=``) or a
+    proxy; a client passed in is not closed by ``close()``.
     """
 
-    _api: ApiTransport
+    def __init__(
+        self,
+        base_url: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        scopes: Sequence[str] | None = None,
+        http_client: httpx.Client | None = None,
+        timeout: float = 10.0,
+        token_url: str | None = None,
+        retry: RetryPolicy | None = None,
+        token_refresh_margin: float = 30.0,
+    ) -> None:
+        super().__init__(
+            base_url,
+            client_id,
+            client_secret,
+            oauth_path="/oauth/token",
+            http_client=http_client,
+            timeout=timeout,
+            token_url=token_url,
+            retry=retry,
+            token_refresh_margin=token_refresh_margin,
+            scopes=scopes,
+        )
 
-    # -- Immediate and due-date charges ------------------------------------------------
-
-    def get_cob(self, txid: str) -> dict[str, Any]:
-        return self._api.get_json("/cob/" + _path_id(txid, _TXID_RE, "txid"))
-
-    def list_cobs(
+    def list_received_pix(
         self,
         inicio: datetime,
         fim: datetime,
         page_size: int = 100,
         *,
-        status: str | None = None,
+        txid: str | None = None,
+        txid_present: bool | None = None,
+        refund_present: bool | None = None,
         cpf: str | None = None,
         cnpj: str | None = None,
     ) -> Iterator[dict[str, Any]]:
-        params = window(inicio, fim, page_size, {"status": status, "cpf": cpf, "cnpj": cnpj})
-        return walk_pages(self._api, "/cob", "cobs", params)
+        """Every Pix received with ``inicio <= horario <= fim`` (inclusive, per the spec).
 
-    def get_cobv(self, txid: str) -> dict[str, Any]:
-        return self._api.get_json("/cobv/" + _path_id(txid, _TXID_RE, "txid"))
+        Pages are fetched lazily while iterating, so errors surface from the loop. A Pix
+        booked during the walk can shift pages and appear twice; callers dedupe by
+        ``endToEndId`` (the inbox does, by its unique key).
+        """
+        params = window(
+            inicio,
+            fim,
+            page_size,
+            {
+                "txid": txid,
+                "txIdPresente": txid_present,
+                "devolucaoPresente": refund_present,
+                "cpf": cpf,
+                "cnpj": cnpj,
+            },
+        )
+        yield from walk_pages(self._api, "/pix", "pix", params)
 
-    def list_cobvs(
-        self,
-        inicio: datetime,
-        fim: datetime,
-        page_size: int = 100,
-        *,
-        status: str | None = None,
-        cpf: str | None = None,
-        cnpj: str | None = None,
-    ) -> Iterator[dict[str, Any]]:
-        params = window(inicio, fim, page_size, {"status": status, "cpf": cpf, "cnpj": cnpj})
-        return walk_pages(self._api, "/cobv", "cobs", params)
-
-    # -- Pix Automático ----------------------------------------------------------------
-
-    def get_rec(self, id_rec: str) -> dict[str, Any]:
-        return self._api.get_json("/rec/" + _path_id(id_rec, _ID_REC_RE, "idRec"))
-
-    def list_recs(
-        self,
-        inicio: datetime,
-        fim: datetime,
-        page_size: int = 100,
-        *,
-        status: str | None = None,
-        cpf: str | None = None,
-        cnpj: str | None = None,
-    ) -> Iterator[dict[str, Any]]:
-        params = window(inicio, fim, page_size, {"status": status, "cpf": cpf, "cnpj": cnpj})
-        return walk_pages(self._api, "/rec", "recs", params)
-
-    def get_cobr(self, txid: str) -> dict[str, Any]:
-        return self._api.get_json("/cobr/" + _path_id(txid, _TXID_RE, "txid"))
-
-    def list_cobrs(
-        self,
-        inicio: datetime,
-        fim: datetime,
-        page_size: int = 100,
-        *,
-        id_rec: str | None = None,
-        status: str | None = None,
-        cpf: str | None = None,
-        cnpj: str | None = None,
-    ) -> Iterator[dict[str, Any]]:
-        filters = {"idRec": id_rec, "status": status, "cpf": cpf, "cnpj": cnpj}
-        params = window(inicio, fim, page_size, filters)
-        return walk_pages(self._api, "/cobr", "cobsr", params)
-
-    # -- Webhook registration ------------------------------------------------------------
-
-    def register_webhook(self, chave: str, url: str) -> None:
-        """``PUT /webhook/{chave}``: Pix to ``chave`` get notified at ``{url}/pix``."""
-        if not 0 < len(chave) <= 77:
-            raise ValueError("a Pix key has 1 to 77 characters")
-        self._api.request_json("PUT", "/webhook/" + quote(chave, safe=""), body=_webhook_body(url))
-
-    def register_webhook_rec(self, url: str) -> None:
-        """``PUT /webhookrec``: recurrences get notified at ``{url}/rec``."""
-        self._api.request_json("PUT", "/webhookrec", body=_webhook_body(url))
-
-    def register_webhook_cobr(self, url: str) -> None:
-        """``PUT /webhookcobr``: recurring charges get notified at ``{url}/cobr``."""
-        self._api.request_json("PUT", "/webhookcobr", body=_webhook_body(url))
+    def get_pix(self, e2eid: str) -> dict[str, Any]:
+        """The Pix as the provider knows it; ``NotFound`` when it does not."""
+        if not _E2EID_RE.fullmatch(e2eid):
+            raise ValueError(f"not an endToEndId: {e2eid!r}")
+        return self._api.get_json("/pix/" + quote(e2eid, safe=""))

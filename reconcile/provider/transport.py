@@ -1,6 +1,6 @@
 """Authenticated JSON calls to a provider API with retries and typed errors.
 
-Shared by every API family of the provider; each family's client (``PixApi``, later the
+Shared by every API family of the provider; each family's client (``QrCodeApi``, later the
 accounts client) only builds paths and parameters.
 """
 

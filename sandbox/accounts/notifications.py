@@ -1,6 +1,6 @@
 """Accounts API notifications ``{"type": T, "data": {...}}`` built from the sandbox state.
 
-Shapes follow DESIGN §4: TRANSFER/REFUND carry a payout's full ``data``; RECEIVE a Pix
+Shapes follow docs/design.md §4: TRANSFER/REFUND carry a payout's full ``data``; RECEIVE a Pix
 received on the QR code side in the same shape; CASHOUT is a pre-settlement failure with
 only a few fields and sibling keys beside ``data``; INFRACTION has no ``endToEndId`` (the
 receiver must fetch the case for it).

@@ -126,7 +126,3 @@ class AccountsTokens:
                     self._tokens[value] = AccountsToken(
                         token.value, token.client_id, token.account_ids, now
                     )
-
-    def reset_rate_limit(self) -> None:
-        with self._lock:
-            self._recent.clear()

@@ -29,7 +29,7 @@ from sandbox.scenario.fields import (
     TimeOfDay,
 )
 
-# The business day is a calendar day where the merchant is (DESIGN §1.8).
+# The business day is a calendar day where the merchant is (docs/design.md §1.8).
 BUSINESS_TZ = ZoneInfo("America/Sao_Paulo")
 MIDNIGHT = dt.time(0, 0)
 

@@ -53,10 +53,6 @@ class Movement:
     def statement_category(self) -> str:
         return STATEMENT_CATEGORY[self.kind]
 
-    @property
-    def signed_cents(self) -> int:
-        return self.amount_cents if self.credit else -self.amount_cents
-
 
 @dataclass(frozen=True, slots=True)
 class NotificationRecord:
@@ -100,7 +96,7 @@ class ApiFaultRecord:
 @dataclass(frozen=True, slots=True)
 class ExpectedPayment:
     """A charge (cob, cobv) or recurring charge and how the day left it, in the
-    vocabulary of DESIGN §5: paid, underpaid, overpaid, paid_twice, unpaid, expired,
+    vocabulary of docs/design.md §5: paid, underpaid, overpaid, paid_twice, unpaid, expired,
     refunded, partially_refunded (settled refunds win over the payment outcome)."""
 
     ref: str

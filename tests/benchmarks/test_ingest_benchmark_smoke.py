@@ -1,7 +1,7 @@
 """The ingest benchmark for a moment: both servers start as processes of their own, the
 load generator drives them, and every acknowledged delivery is one inbox row in
-PostgreSQL. Throughput and latency are never asserted: §7's targets are benchmarks, not
-timed tests."""
+PostgreSQL. Throughput and latency are never asserted: docs/design.md §7's targets are
+benchmarks, not timed tests."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The nightly benchmark at a tiny size: the script runs end to end on PostgreSQL, the day
-it generates shows every status of DESIGN §5, and it cleans up after itself. Times and
-memory are never asserted: §7's targets are benchmarks, not timed tests."""
+it generates shows every status of docs/design.md §5, and it cleans up after itself. Times and
+memory are never asserted: docs/design.md §7's targets are benchmarks, not timed tests."""
 
 from __future__ import annotations
 

@@ -93,12 +93,12 @@ def day(postgres_url: str) -> Iterator[Day]:
             node.wait_processed(timeout=20)
             # What the scheduler does tick after tick. The scenario's API faults (503
             # bursts, slow answers, expired tokens) make some ticks fail; later ones retry.
-            poller = running.runtime.poller
+            jobs = running.runtime.jobs
             for _tick in range(4):
-                poller.poll_pix()
-                poller.poll_accounts()
+                jobs.poll_qrcode()
+                jobs.poll_accounts()
                 node.wait_processed(timeout=20)
-                poller.confirm_pix()
+                jobs.confirm()
             yield Day(node, outcome, reconcile_day(engine, yesterday))
     engine.dispose()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -16,27 +15,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from tests.cli_support import clean_env, run_pixrecon
 from tests.conftest import SECRET, free_port, wait_for
 from tests.factories import pix
-
-
-def pixrecon(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 90
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pixrecon", *args],
-        cwd=cwd,
-        env=env if env is not None else _clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def _clean_env() -> dict[str, str]:
-    # A developer's own PIXRECON_* variables must not leak into these runs.
-    return {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
 
 
 def test_demo_exits_zero_with_summary_within_a_minute(tmp_path: Path) -> None:
@@ -44,7 +25,7 @@ def test_demo_exits_zero_with_summary_within_a_minute(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pixrecon", "demo"],
         cwd=tmp_path,
-        env=_clean_env(),
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=90,
@@ -63,7 +44,7 @@ def test_serve_refuses_to_start_without_authentication(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pixrecon", "serve", "--port", "1"],
         cwd=tmp_path,
-        env=_clean_env(),
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=60,
@@ -77,7 +58,7 @@ def test_serve_refuses_to_start_without_authentication(tmp_path: Path) -> None:
 def served(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     port = free_port()
     env = {
-        **_clean_env(),
+        **clean_env(),
         "PIXRECON_WEBHOOK_SECRETS": f"old-secret,{SECRET}",
         "PIXRECON_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
     }
@@ -117,7 +98,7 @@ def test_serve_accepts_processes_and_lists_events(
     assert response.json() == {"items": 2, "new": 0, "duplicates": 2}
 
     def listed() -> list[dict[str, object]]:
-        result = pixrecon("events", "--format", "json", cwd=tmp_path, env=env)
+        result = run_pixrecon("events", "--format", "json", cwd=tmp_path, env=env)
         assert result.returncode == 0, result.stderr
         items: list[dict[str, object]] = json.loads(result.stdout)
         return items
@@ -130,7 +111,7 @@ def test_serve_accepts_processes_and_lists_events(
         assert item["source"] == "webhook"
         assert item["duplicates"] == 1
         assert str(item["key"]).startswith("pix:E")
-    shown = pixrecon("events", "show", str(items[0]["id"]), cwd=tmp_path, env=env)
+    shown = run_pixrecon("events", "show", str(items[0]["id"]), cwd=tmp_path, env=env)
     assert json.loads(shown.stdout)["payload"]["endToEndId"] == str(items[0]["key"])[4:]
 
 
@@ -143,14 +124,14 @@ def test_db_upgrade_on_postgres_and_refusal_before_it(
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(postgres_admin_url).set(database=name).render_as_string(hide_password=False)
-    env = {**_clean_env(), "PIXRECON_DATABASE_URL": url}
+    env = {**clean_env(), "PIXRECON_DATABASE_URL": url}
     try:
-        refused = pixrecon("events", cwd=tmp_path, env=env)
+        refused = run_pixrecon("events", cwd=tmp_path, env=env)
         assert refused.returncode == 2
         assert "pixrecon db upgrade" in refused.stderr
-        upgraded = pixrecon("db", "upgrade", cwd=tmp_path, env=env)
+        upgraded = run_pixrecon("db", "upgrade", cwd=tmp_path, env=env)
         assert upgraded.returncode == 0, upgraded.stderr
-        listed = pixrecon("events", "--format", "json", cwd=tmp_path, env=env)
+        listed = run_pixrecon("events", "--format", "json", cwd=tmp_path, env=env)
         assert listed.returncode == 0, listed.stderr
         assert json.loads(listed.stdout) == []
     finally:
@@ -172,15 +153,23 @@ def test_poll_command_finds_pix_and_resumes_its_window(tmp_path: Path) -> None:
         provider.receive_pix(Decimal(cents) / 100)
     with BackgroundServer(create_app(provider)) as sandbox:
         env = {
-            **_clean_env(),
+            **clean_env(),
             "PIXRECON_DATABASE_URL": f"sqlite:///{tmp_path / 'poll.db'}",
-            "PIXRECON_PIX_API_URL": sandbox.url,
-            "PIXRECON_PIX_CLIENT_ID": DEFAULT_CLIENT_ID,
-            "PIXRECON_PIX_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
+            "PIXRECON_QRCODE_API_URL": sandbox.url,
+            "PIXRECON_QRCODE_CLIENT_ID": DEFAULT_CLIENT_ID,
+            "PIXRECON_QRCODE_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
         }
-        first = pixrecon("poll", "--format", "json", cwd=tmp_path, env=env)
+        first = run_pixrecon("poll", "--format", "json", cwd=tmp_path, env=env)
         assert first.returncode == 0, first.stderr
-        assert json.loads(first.stdout) | {"start": "", "end": ""} == {
+        polled = json.loads(first.stdout)
+        # The same fetch as the worker's job: the charges were asked for too.
+        assert set(polled.pop("families")["qrcode"]["steps"]) == {
+            "received_pix",
+            "cob",
+            "cobv",
+            "cobr",
+        }
+        assert polled | {"start": "", "end": ""} == {
             "start": "",
             "end": "",
             "seen": 3,
@@ -189,15 +178,17 @@ def test_poll_command_finds_pix_and_resumes_its_window(tmp_path: Path) -> None:
             "processed": 3,
         }
         provider.receive_pix(Decimal("4.04"))
-        again = json.loads(pixrecon("poll", "--format", "json", cwd=tmp_path, env=env).stdout)
+        again = json.loads(run_pixrecon("poll", "--format", "json", cwd=tmp_path, env=env).stdout)
         assert (again["new"], again["processed"]) == (1, 1)
-        listed = json.loads(pixrecon("events", "--format", "json", cwd=tmp_path, env=env).stdout)
+        listed = json.loads(
+            run_pixrecon("events", "--format", "json", cwd=tmp_path, env=env).stdout
+        )
         assert {item["source"] for item in listed} == {"poll"}
         assert len(listed) == 4
 
-        unconfigured = pixrecon("poll", cwd=tmp_path, env=_clean_env())
+        unconfigured = run_pixrecon("poll", cwd=tmp_path, env=clean_env())
         assert unconfigured.returncode == 2
-        assert "PIXRECON_PIX_API_URL" in unconfigured.stderr
+        assert "PIXRECON_QRCODE_API_URL" in unconfigured.stderr
 
 
 def test_webhooks_register_points_both_api_families_at_the_receiver(tmp_path: Path) -> None:
@@ -218,18 +209,18 @@ def test_webhooks_register_points_both_api_families_at_the_receiver(tmp_path: Pa
         BackgroundServer(create_accounts_app(provider)) as accounts,
     ):
         env = {
-            **_clean_env(),
+            **clean_env(),
             "PIXRECON_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}",
             "PIXRECON_WEBHOOK_SECRETS": "s3cret,older",
-            "PIXRECON_PIX_API_URL": qrcode.url,
-            "PIXRECON_PIX_CLIENT_ID": DEFAULT_CLIENT_ID,
-            "PIXRECON_PIX_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
+            "PIXRECON_QRCODE_API_URL": qrcode.url,
+            "PIXRECON_QRCODE_CLIENT_ID": DEFAULT_CLIENT_ID,
+            "PIXRECON_QRCODE_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
             "PIXRECON_ACCOUNTS_API_URL": accounts.url,
             "PIXRECON_ACCOUNTS_CLIENT_ID": DEFAULT_ACCOUNTS_CLIENT_ID,
             "PIXRECON_ACCOUNTS_CLIENT_SECRET": DEFAULT_ACCOUNTS_CLIENT_SECRET,
             "PIXRECON_ACCOUNTS_ACCOUNT_ID": DEFAULT_ACCOUNT_ID,
         }
-        result = pixrecon(
+        result = run_pixrecon(
             "webhooks",
             "register",
             "--base-url",
@@ -267,9 +258,9 @@ def test_webhooks_register_points_both_api_families_at_the_receiver(tmp_path: Pa
 
 
 def test_events_ignore_and_replay(tmp_path: Path) -> None:
+    from migrations.apply import upgrade
     from reconcile.db import create_db_engine, session_scope
     from reconcile.inbox import NewItem, dump_json, store_items
-    from reconcile.migrate import upgrade
     from reconcile.models import InboxItem, Source
     from tests.factories import pix as pix_body
 
@@ -282,21 +273,21 @@ def test_events_ignore_and_replay(tmp_path: Path) -> None:
             [NewItem(kind="pix", key="pix:x", payload=dump_json({"valor": "oops"}))],
             source=Source.WEBHOOK,
         ).new_ids
-    env = {**_clean_env(), "PIXRECON_DATABASE_URL": url}
-    failed = pixrecon("events", "replay", str(item_id), cwd=tmp_path, env=env)
+    env = {**clean_env(), "PIXRECON_DATABASE_URL": url}
+    failed = run_pixrecon("events", "replay", str(item_id), cwd=tmp_path, env=env)
     assert "failed" in failed.stdout, failed.stderr
-    ignored = pixrecon(
+    ignored = run_pixrecon(
         "events", "ignore", str(item_id), "--reason", "test payload", cwd=tmp_path, env=env
     )
     assert ignored.returncode == 0, ignored.stderr
-    shown = json.loads(pixrecon("events", "show", str(item_id), cwd=tmp_path, env=env).stdout)
+    shown = json.loads(run_pixrecon("events", "show", str(item_id), cwd=tmp_path, env=env).stdout)
     assert (shown["status"], shown["error"]) == ("ignored", "ignored: test payload")
     # The payload is mended (as an operator would after a fix) and replayed.
     with session_scope(engine) as session:
         item = session.get(InboxItem, item_id)
         assert item is not None
         item.payload = dump_json(pix_body())
-    replayed = pixrecon("events", "replay", str(item_id), cwd=tmp_path, env=env)
+    replayed = run_pixrecon("events", "replay", str(item_id), cwd=tmp_path, env=env)
     assert "processed" in replayed.stdout, replayed.stderr
-    missing = pixrecon("events", "replay", "999", cwd=tmp_path, env=env)
-    assert missing.returncode == 1
+    missing = run_pixrecon("events", "replay", "999", cwd=tmp_path, env=env)
+    assert missing.returncode == 2

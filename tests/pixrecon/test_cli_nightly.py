@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -24,18 +22,7 @@ from sandbox.app import create_app
 from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET
 from sandbox.server import BackgroundServer
 from sandbox.state import SandboxProvider
-
-
-def run(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pixrecon", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+from tests.cli_support import run_pixrecon
 
 
 @pytest.fixture
@@ -52,9 +39,9 @@ def env(provider: SandboxProvider, tmp_path: Path) -> Iterator[dict[str, str]]:
         yield {
             **{k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")},
             "PIXRECON_DATABASE_URL": f"sqlite:///{tmp_path / 'nightly.db'}",
-            "PIXRECON_PIX_API_URL": qrcode.url,
-            "PIXRECON_PIX_CLIENT_ID": DEFAULT_CLIENT_ID,
-            "PIXRECON_PIX_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
+            "PIXRECON_QRCODE_API_URL": qrcode.url,
+            "PIXRECON_QRCODE_CLIENT_ID": DEFAULT_CLIENT_ID,
+            "PIXRECON_QRCODE_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
             "PIXRECON_ACCOUNTS_API_URL": accounts.url,
             "PIXRECON_ACCOUNTS_CLIENT_ID": DEFAULT_ACCOUNTS_CLIENT_ID,
             "PIXRECON_ACCOUNTS_CLIENT_SECRET": DEFAULT_ACCOUNTS_CLIENT_SECRET,
@@ -72,7 +59,9 @@ def test_a_clean_day_exits_zero_with_the_documented_json(
     provider.create_cob(Decimal("10.00"), txid="nightlycleanday00000000000001")
     provider.pay_charge("nightlycleanday00000000000001")
     provider.receive_pix(Decimal("5.00"))
-    result = run("reconcile", "--date", _today(), "--format", "json", env=env, cwd=tmp_path)
+    result = run_pixrecon(
+        "reconcile", "--date", _today(), "--format", "json", env=env, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr + result.stdout
     report = json.loads(result.stdout)
     assert {"date", "counts", "charges", "totals", "balance_drift_cents"} <= report.keys()
@@ -90,7 +79,7 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
     provider.create_cob(Decimal("80.00"), txid="nightlyunderpaid0000000000001")
     provider.pay_charge("nightlyunderpaid0000000000001", Decimal("79.99"))
     exported = tmp_path / "exceptions.csv"
-    result = run(
+    result = run_pixrecon(
         "reconcile", "--date", _today(), "--export", "csv", str(exported), env=env, cwd=tmp_path
     )
     assert result.returncode == 1, result.stderr + result.stdout
@@ -104,9 +93,11 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
         "7999",
     )
 
-    listed = json.loads(run("exceptions", "--format", "json", env=env, cwd=tmp_path).stdout)
+    listed = json.loads(
+        run_pixrecon("exceptions", "--format", "json", env=env, cwd=tmp_path).stdout
+    )
     assert [c["status"] for c in listed] == ["underpaid"]
-    resolved = run(
+    resolved = run_pixrecon(
         "exceptions",
         "resolve",
         str(listed[0]["id"]),
@@ -117,16 +108,19 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
     )
     assert resolved.returncode == 0, resolved.stderr
 
-    again = run("reconcile", "--date", _today(), "--format", "json", env=env, cwd=tmp_path)
+    again = run_pixrecon("reconcile", "--date", _today(), "--format", "json", env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["charges"] == {"underpaid": 1}
-    assert json.loads(run("exceptions", "--format", "json", env=env, cwd=tmp_path).stdout) == []
+    assert (
+        json.loads(run_pixrecon("exceptions", "--format", "json", env=env, cwd=tmp_path).stdout)
+        == []
+    )
 
 
 def test_a_day_that_cannot_be_fetched_exits_two(env: dict[str, str], tmp_path: Path) -> None:
-    broken = {**env, "PIXRECON_PIX_API_URL": "http://127.0.0.1:1"}
-    result = run("reconcile", "--date", _today(), env=broken, cwd=tmp_path)
+    broken = {**env, "PIXRECON_QRCODE_API_URL": "http://127.0.0.1:1"}
+    result = run_pixrecon("reconcile", "--date", _today(), env=broken, cwd=tmp_path)
     assert result.returncode == 2
     assert "could not run" in result.stderr
-    bad_date = run("reconcile", "--date", "22/11/2026", env=env, cwd=tmp_path)
+    bad_date = run_pixrecon("reconcile", "--date", "22/11/2026", env=env, cwd=tmp_path)
     assert bad_date.returncode == 2

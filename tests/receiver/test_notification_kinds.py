@@ -1,4 +1,4 @@
-"""Every notification kind and body shape, from fixtures written from DESIGN §4 and the
+"""Every notification kind and body shape, from fixtures written from docs/design.md §4 and the
 BCB spec examples: each lands as the expected inbox items, repeats are counted, and the
 workers turn them into domain rows."""
 

@@ -5,8 +5,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Engine
 from sqlmodel import SQLModel
 
+from migrations.apply import head_revision, is_up_to_date
 from reconcile import models  # noqa: F401  (registers the tables)
-from reconcile.migrate import head_revision, is_up_to_date
 
 
 def test_migrations_create_exactly_the_models(engine: Engine) -> None:

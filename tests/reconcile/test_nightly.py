@@ -1,5 +1,5 @@
 """The nightly reconciliation of a business day built in the sandbox: every status of
-DESIGN §5 that the day contains, its totals and drift, and exceptions that survive
+docs/design.md §5 that the day contains, its totals and drift, and exceptions that survive
 re-runs."""
 
 from __future__ import annotations
@@ -88,7 +88,9 @@ def _build(node: RunningNode, provider: SandboxProvider) -> dict[str, str]:
     # Webhooks: all charge payments but the second "twice" one; one forged Pix.
     notified = [provider.get_pix(e2e[n]) for n in ("exact", "under", "twice", "over", "partial")]
     e2e["forged"] = e2e_id()
-    _post(node, "/webhooks/qrcode/pix", {"pix": [*notified, pix(e2e=e2e["forged"])]})
+    # Notified today, like the rest of the day (the factory's default time is a fixed day).
+    forged = pix(e2e=e2e["forged"], horario=utcnow().isoformat())
+    _post(node, "/webhooks/qrcode/pix", {"pix": [*notified, forged]})
 
     accounts = provider.accounts
     for key in ("settled", "rejected", "late"):
@@ -109,11 +111,11 @@ def _build(node: RunningNode, provider: SandboxProvider) -> dict[str, str]:
         e2e[f"invoice-{status}"] = accounts.add_invoice(Decimal("15.00"), status=status)["id"]
 
     node.wait_processed()
-    poller = node.node.runtime.poller
-    poller.poll_pix()
-    poller.poll_accounts()
+    jobs = node.node.runtime.jobs
+    jobs.poll_qrcode()
+    jobs.poll_accounts()
     node.wait_processed()
-    poller.confirm_pix()
+    jobs.confirm()
     return e2e
 
 

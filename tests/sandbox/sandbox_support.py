@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from reconcile.provider import AccountsApi, PixApi, RetryPolicy
+from reconcile.provider import AccountsApi, QrCodeApi, RetryPolicy
 from sandbox.accounts import (
     DEFAULT_ACCOUNT_ID,
     DEFAULT_ACCOUNTS_CLIENT_ID,
@@ -74,16 +74,16 @@ def token_http_fixture() -> object:
     return http
 
 
-def pix_api(
+def qrcode_api(
     server: BackgroundServer,
     sleeps: list[float],
     *,
     client: tuple[str, str] = (DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET),
     **options: Any,
-) -> PixApi:
-    """A ``PixApi`` of ``server`` whose retries sleep into ``sleeps`` (not really)."""
+) -> QrCodeApi:
+    """A ``QrCodeApi`` of ``server`` whose retries sleep into ``sleeps`` (not really)."""
     retry = RetryPolicy(sleep=sleeps.append, rng=random.Random(0), **options.pop("retry", {}))
-    return PixApi(server.url, *client, retry=retry, **options)
+    return QrCodeApi(server.url, *client, retry=retry, **options)
 
 
 def accounts_api(
@@ -98,8 +98,8 @@ def accounts_api(
     return AccountsApi(url, client_id, client_secret, account_id, **options)
 
 
-def pix_api_fixtures() -> tuple[object, object]:
-    """Fixtures ``sleeps`` (the retry delays) and ``api`` (a default client's ``PixApi``,
+def qrcode_api_fixtures() -> tuple[object, object]:
+    """Fixtures ``sleeps`` (the retry delays) and ``api`` (a default client's ``QrCodeApi``,
     needing ``server`` and ``provider``)."""
 
     @pytest.fixture
@@ -109,8 +109,8 @@ def pix_api_fixtures() -> tuple[object, object]:
     @pytest.fixture
     def api(
         server: BackgroundServer, provider: SandboxProvider, sleeps: list[float]
-    ) -> Iterator[PixApi]:
-        with pix_api(server, sleeps) as client:
+    ) -> Iterator[QrCodeApi]:
+        with qrcode_api(server, sleeps) as client:
             yield client
 
     return sleeps, api

@@ -3,7 +3,6 @@ reach uvicorn (a real handshake against the real process)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.cli_support import clean_env, run_pixrecon
 from tests.conftest import free_port, wait_for
 from tests.factories import pix
 from tests.receiver.auth.auth_support import PIX_PATH, Pki, make_pki
@@ -19,23 +19,8 @@ from tests.receiver.auth.auth_support import PIX_PATH, Pki, make_pki
 REFUSED = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 
 
-def clean_env(**variables: str) -> dict[str, str]:
-    # A developer's own PIXRECON_* variables must not leak into these runs.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
-    env.update({f"PIXRECON_{name.upper()}": value for name, value in variables.items()})
-    return env
-
-
 def serve(cwd: Path, env: dict[str, str], port: int = 1) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pixrecon", "serve", "--port", str(port)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_pixrecon("serve", "--port", str(port), cwd=cwd, env=env, timeout=60)
 
 
 @pytest.fixture(scope="module")

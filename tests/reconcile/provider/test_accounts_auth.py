@@ -144,7 +144,7 @@ def test_x_account_id_goes_on_every_call(
         wrong.get_balance()
     with _api(server, fake_time) as right:
         right.get_balance()
-        list(right.iter_customers())
+        list(right.iter_invoices())
         right.register_webhook("TRANSFER", "https://m.example/wh", "X-Secret", "s")
     assert provider.accounts.request_count("GET /accounts/balances") == 2
 

@@ -94,12 +94,12 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pki]:
 def _settings(pki: Pki, pix: Identity, accounts: Identity) -> Settings:
     return Settings(
         _env_file=None,
-        pix_api_url=pki.qrcode_url,
-        pix_client_id=DEFAULT_CLIENT_ID,
-        pix_client_secret=DEFAULT_CLIENT_SECRET,
-        pix_client_cert=pix.cert,
-        pix_client_key=pix.key,
-        pix_ca_bundle=pki.server_ca,
+        qrcode_api_url=pki.qrcode_url,
+        qrcode_client_id=DEFAULT_CLIENT_ID,
+        qrcode_client_secret=DEFAULT_CLIENT_SECRET,
+        qrcode_client_cert=pix.cert,
+        qrcode_client_key=pix.key,
+        qrcode_ca_bundle=pki.server_ca,
         accounts_api_url=pki.accounts_url,
         accounts_client_id=DEFAULT_ACCOUNTS_CLIENT_ID,
         accounts_client_secret=DEFAULT_ACCOUNTS_CLIENT_SECRET,
@@ -112,7 +112,7 @@ def _settings(pki: Pki, pix: Identity, accounts: Identity) -> Settings:
 
 def test_each_family_authenticates_with_its_own_certificate(pki: Pki) -> None:
     settings = _settings(pki, pki.pix, pki.accounts)
-    pix, accounts = factory.pix_api(settings), factory.accounts_api(settings)
+    pix, accounts = factory.qrcode_api(settings), factory.accounts_api(settings)
     assert pix is not None
     assert accounts is not None
     (listed,) = list(pix.list_received_pix(*_day()))
@@ -122,7 +122,7 @@ def test_each_family_authenticates_with_its_own_certificate(pki: Pki) -> None:
 
 def test_the_other_familys_certificate_is_refused(pki: Pki) -> None:
     swapped = _settings(pki, pki.accounts, pki.pix)
-    pix = factory.pix_api(swapped)
+    pix = factory.qrcode_api(swapped)
     assert pix is not None
     with pytest.raises(ProviderUnavailable):
         list(pix.list_received_pix(*_day()))

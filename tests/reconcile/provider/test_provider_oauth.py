@@ -21,7 +21,7 @@ from starlette.routing import Route
 from reconcile.provider import (
     AuthenticationFailed,
     InvalidResponse,
-    PixApi,
+    QrCodeApi,
     RetryPolicy,
     TokenCache,
 )
@@ -77,7 +77,7 @@ def test_one_token_serves_many_requests(
     server: BackgroundServer, provider: SandboxProvider
 ) -> None:
     pix = provider.receive_pix(Decimal("1.00"))
-    with PixApi(server.url, DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET) as api:
+    with QrCodeApi(server.url, DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET) as api:
         for _ in range(10):
             assert api.get_pix(pix["endToEndId"]) == pix
         assert api.tokens.fetch_count == 1
@@ -117,7 +117,7 @@ def test_a_401_refreshes_the_token_once(
     server: BackgroundServer, provider: SandboxProvider
 ) -> None:
     pix = provider.receive_pix(Decimal("1.00"))
-    with PixApi(server.url, DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET) as api:
+    with QrCodeApi(server.url, DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET) as api:
         api.get_pix(pix["endToEndId"])
         provider.expire_tokens()
 
@@ -137,7 +137,7 @@ def test_a_401_that_a_new_token_does_not_cure_is_authentication_failed(
     app.state.provider = provider
     retry = RetryPolicy(sleep=lambda _: None, rng=random.Random(0))
     with (
-        PixApi(server.url, DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, retry=retry) as api,
+        QrCodeApi(server.url, DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, retry=retry) as api,
         pytest.raises(AuthenticationFailed) as caught,
     ):
         api.get_pix(E2EID)
@@ -240,7 +240,7 @@ def test_amounts_sent_as_numbers_stay_exact(
     fake.pix_body = b'{"endToEndId": "%s", "valor": 1234567890.10, "horario": "x"}' % (
         E2EID.encode()
     )
-    with PixApi(server.url, "id", "secret") as api:
+    with QrCodeApi(server.url, "id", "secret") as api:
         pix = api.get_pix(E2EID)
     assert pix["valor"] == Decimal("1234567890.10")
     assert str(pix["valor"]) == "1234567890.10"

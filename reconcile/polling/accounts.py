@@ -1,6 +1,6 @@
 """Polling the accounts API: the statement and balance (the provider's own books), MED
-infractions, and the current state of payouts still in flight. Everything enters the
-inbox as ``source=poll`` and is processed like a notification."""
+infractions, invoices, and the current state of payouts still in flight. Everything enters
+the inbox as ``source=poll`` and is processed like a notification."""
 
 from __future__ import annotations
 
@@ -19,12 +19,10 @@ from reconcile.models import AccountMovement
 from reconcile.payloads.accounts import accounts_items
 from reconcile.payloads.charges import invoice_item
 from reconcile.payloads.statement import balance_item, statement_item
-from reconcile.polling import PollResult, store_polled, walk_and_store
+from reconcile.polling.store import OnNew, PollResult, store_polled, walk_and_store
 from reconcile.provider.errors import NotFound
 
 log = get_logger(__name__)
-
-OnNew = Callable[[list[int]], object] | None
 
 
 class AccountsSource(Protocol):
@@ -37,23 +35,26 @@ class AccountsSource(Protocol):
     ) -> Iterator[dict[str, Any]]: ...
 
 
-def _notification(kind: str) -> Callable[[dict[str, Any]], NewItem]:
-    def to_item(data: dict[str, Any]) -> NewItem:
-        (item,) = accounts_items({"type": kind, "data": data})
-        return item
+def _notification(kind: str) -> Callable[[dict[str, Any]], list[NewItem]]:
+    def to_items(data: dict[str, Any]) -> list[NewItem]:
+        return accounts_items({"type": kind, "data": data})
 
-    return to_item
+    return to_items
 
 
 def poll_statement(
     api: AccountsSource, engine: Engine, start: datetime, end: datetime, on_new: OnNew = None
 ) -> PollResult:
-    return walk_and_store(engine, api.iter_statement(start, end), statement_item, on_new)
+    found = api.iter_statement(start, end)
+    return walk_and_store(
+        engine, found, lambda line: [statement_item(line)], on_new, what="statement"
+    )
 
 
 def poll_balance(
     api: AccountsSource, engine: Engine, taken_at: datetime, on_new: OnNew = None
 ) -> PollResult:
+    """The balance as the API states it now; ``taken_at`` is when it was asked."""
     item = balance_item(api.get_balance(), taken_at)
     return PollResult(seen=1, new_ids=store_polled(engine, [item], on_new))
 
@@ -62,12 +63,13 @@ def poll_infractions(
     api: AccountsSource, engine: Engine, start: datetime, end: datetime, on_new: OnNew = None
 ) -> PollResult:
     found = api.iter_infractions(start=start, end=end)
-    return walk_and_store(engine, found, _notification("INFRACTION"), on_new)
+    return walk_and_store(engine, found, _notification("INFRACTION"), on_new, what="infraction")
 
 
 def poll_invoices(api: AccountsSource, engine: Engine, on_new: OnNew = None) -> PollResult:
     """Invoices are expected payments too; the list is walked whole (no time filter)."""
-    return walk_and_store(engine, api.iter_invoices(), invoice_item, on_new)
+    found = api.iter_invoices()
+    return walk_and_store(engine, found, lambda raw: [invoice_item(raw)], on_new, what="invoice")
 
 
 def poll_pending_payouts(
@@ -95,6 +97,6 @@ def poll_pending_payouts(
                 yield api.get_payment_by_key(key)
             except NotFound:
                 # Unknown to the provider: confirmation flags the notification.
-                log.info("payout_unknown_to_provider", idempotency_key=key)
+                log.info("payout_unknown_to_provider")
 
-    return walk_and_store(engine, payments(), _notification("TRANSFER"), on_new)
+    return walk_and_store(engine, payments(), _notification("TRANSFER"), on_new, what="payout")

@@ -63,7 +63,7 @@ def test_payout_settled_without_notification_is_found_by_polling(
     node.wait_processed()
     provider.accounts.settle_payment("payout-1")  # …and its notification is lost
 
-    node.node.runtime.poller.poll_accounts()
+    node.node.runtime.jobs.poll_accounts()
     node.wait_processed()
 
     (movement,) = _rows(node.node.engine, AccountMovement)
@@ -79,7 +79,7 @@ def test_statement_balance_and_infractions_are_polled(
     provider.accounts.settle_payment("payout-2")
     provider.accounts.open_infraction(pix["endToEndId"], Decimal("150.00"))
 
-    node.node.runtime.poller.poll_accounts()
+    node.node.runtime.jobs.poll_accounts()
     node.wait_processed()
 
     entries = _rows(node.node.engine, StatementEntry)
@@ -94,7 +94,7 @@ def test_statement_balance_and_infractions_are_polled(
     assert (infraction.status, infraction.amount_cents) == ("OPEN", 15000)
 
     # Polling again overlaps the window: nothing is stored twice.
-    node.node.runtime.poller.poll_accounts()
+    node.node.runtime.jobs.poll_accounts()
     node.wait_processed()
     assert len(_rows(node.node.engine, StatementEntry)) == len(entries)
 
@@ -123,7 +123,7 @@ def test_forged_transfer_is_flagged_and_real_one_confirmed(
         assert _post(node, body) == 200
     node.wait_processed()
 
-    node.node.runtime.poller.confirm_pix()
+    node.node.runtime.jobs.confirm()
 
     by_key = {m.idempotency_key: m for m in _rows(node.node.engine, AccountMovement)}
     assert by_key["payout-3"].confirmation == "confirmed"

@@ -1,5 +1,5 @@
-"""The exceptions workflow: people acknowledge or resolve cases with a note; resolved
-cases stay resolved when the day is reconciled again."""
+"""Exception cases: what a run found that a person must look at. People acknowledge or
+resolve cases with a note; resolved cases stay resolved when the day is reconciled again."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlmodel import Session, col
 
-from reconcile.models import ExceptionCase
+from reconcile.models import CaseState, ExceptionCase
 from reconcile.timeutil import as_utc, utcnow
 
-STATES = ("open", "acknowledged", "resolved", "cleared")
+# What a person may set; ``cleared`` is the runs' word alone.
+SETTABLE = (CaseState.OPEN, CaseState.ACKNOWLEDGED, CaseState.RESOLVED)
 
 
 class CaseNotFound(LookupError):
@@ -20,7 +21,10 @@ class CaseNotFound(LookupError):
 
 
 def list_cases(
-    session: Session, *, day: date | None = None, states: tuple[str, ...] = ("open", "acknowledged")
+    session: Session,
+    *,
+    day: date | None = None,
+    states: tuple[CaseState, ...] = CaseState.remaining(),
 ) -> list[dict[str, Any]]:
     stmt = select(ExceptionCase).where(col(ExceptionCase.state).in_(states))
     if day is not None:
@@ -41,13 +45,13 @@ def list_cases(
     ]
 
 
-def set_state(session: Session, case_id: int, state: str, note: str | None) -> ExceptionCase:
-    if state not in ("acknowledged", "resolved", "open"):
+def set_state(session: Session, case_id: int, state: CaseState, note: str | None) -> ExceptionCase:
+    if state not in SETTABLE:
         raise ValueError(f"a person can set open, acknowledged or resolved, not {state!r}")
     case = session.get(ExceptionCase, case_id)
     if case is None:
         raise CaseNotFound(case_id)
-    case.state = state
+    case.state = state.value
     if note:
         case.note = note
     case.updated_at = utcnow()

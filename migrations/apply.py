@@ -1,4 +1,5 @@
-"""Alembic migrations, runnable from an installed package (``pixrecon db upgrade``)."""
+"""Applying the Alembic migrations from an installed package (``pixrecon db upgrade``, and
+the start-up of the embedded SQLite database)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,10 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine
 
-import migrations
-
 
 def alembic_config(engine: Engine) -> Config:
     config = Config()
-    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    config.set_main_option("script_location", str(Path(__file__).parent))
     # The engine travels as an attribute so env.py reuses it (and its SQLite pragmas).
     config.attributes["engine"] = engine
     return config

@@ -1,4 +1,4 @@
-"""``PixApi`` against the sandbox provider over real HTTP."""
+"""``QrCodeApi`` against the sandbox provider over real HTTP."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from reconcile.provider import (
     BadRequest,
     Forbidden,
     NotFound,
-    PixApi,
     ProviderUnavailable,
+    QrCodeApi,
     RetryPolicy,
 )
 from sandbox.app import create_app
 from sandbox.defaults import DEFAULT_CLIENT_ID
 from sandbox.server import BackgroundServer
 from sandbox.state import SandboxProvider
-from tests.sandbox.sandbox_support import pix_api, pix_api_fixtures, served_app
+from tests.sandbox.sandbox_support import qrcode_api, qrcode_api_fixtures, served_app
 
 BASE = datetime(2024, 6, 1, 12, tzinfo=UTC)
 DAY_START = datetime(2024, 6, 1, tzinfo=UTC)
@@ -32,7 +32,7 @@ DAY_END = datetime(2024, 6, 2, tzinfo=UTC)
 
 
 app, server = served_app(create_app)
-sleeps, api = pix_api_fixtures()
+sleeps, api = qrcode_api_fixtures()
 
 
 @pytest.fixture
@@ -52,13 +52,13 @@ def _book(provider: SandboxProvider, count: int) -> list[dict[str, Any]]:
     ]
 
 
-def test_get_pix_returns_the_pix(api: PixApi, provider: SandboxProvider) -> None:
+def test_get_pix_returns_the_pix(api: QrCodeApi, provider: SandboxProvider) -> None:
     [pix] = _book(provider, 1)
     assert api.get_pix(pix["endToEndId"]) == pix
 
 
 @pytest.mark.usefixtures("provider")
-def test_get_unknown_pix_raises_not_found(api: PixApi) -> None:
+def test_get_unknown_pix_raises_not_found(api: QrCodeApi) -> None:
     with pytest.raises(NotFound) as caught:
         api.get_pix("E00000000202401010000aaaaaaaaaaa")
     assert caught.value.status == 404
@@ -66,12 +66,12 @@ def test_get_unknown_pix_raises_not_found(api: PixApi) -> None:
 
 
 @pytest.mark.usefixtures("provider")
-def test_get_pix_refuses_ids_that_would_change_the_path(api: PixApi) -> None:
+def test_get_pix_refuses_ids_that_would_change_the_path(api: QrCodeApi) -> None:
     with pytest.raises(ValueError, match="endToEndId"):
         api.get_pix("../oauth/token")
 
 
-def test_list_walks_every_page(api: PixApi, provider: SandboxProvider) -> None:
+def test_list_walks_every_page(api: QrCodeApi, provider: SandboxProvider) -> None:
     booked = _book(provider, 250)
 
     listed = list(api.list_received_pix(DAY_START, DAY_END, page_size=100))
@@ -81,7 +81,7 @@ def test_list_walks_every_page(api: PixApi, provider: SandboxProvider) -> None:
     assert provider.tokens_issued == 1
 
 
-def test_list_is_inclusive_and_takes_any_offset(api: PixApi, provider: SandboxProvider) -> None:
+def test_list_is_inclusive_and_takes_any_offset(api: QrCodeApi, provider: SandboxProvider) -> None:
     booked = _book(provider, 5)
     brasilia = BASE.astimezone(timezone(timedelta(hours=-3)))
 
@@ -90,12 +90,12 @@ def test_list_is_inclusive_and_takes_any_offset(api: PixApi, provider: SandboxPr
     assert [p["endToEndId"] for p in listed] == [p["endToEndId"] for p in booked[1:4]]
 
 
-def test_list_of_nothing_is_one_request(api: PixApi, provider: SandboxProvider) -> None:
+def test_list_of_nothing_is_one_request(api: QrCodeApi, provider: SandboxProvider) -> None:
     assert list(api.list_received_pix(DAY_START, DAY_END)) == []
     assert provider.request_count("GET /pix") == 1
 
 
-def test_list_filters_reach_the_provider(api: PixApi, provider: SandboxProvider) -> None:
+def test_list_filters_reach_the_provider(api: QrCodeApi, provider: SandboxProvider) -> None:
     with_txid = provider.receive_pix(Decimal("1.00"), txid="abc", horario=BASE)
     without = provider.receive_pix(Decimal("2.00"), payer_cpf="12345678909", horario=BASE)
 
@@ -117,14 +117,14 @@ def test_list_filters_reach_the_provider(api: PixApi, provider: SandboxProvider)
     ],
 )
 def test_list_refuses_bad_arguments(
-    api: PixApi, inicio: datetime, fim: datetime, page_size: int
+    api: QrCodeApi, inicio: datetime, fim: datetime, page_size: int
 ) -> None:
     with pytest.raises(ValueError, match=r"."):
         list(api.list_received_pix(inicio, fim, page_size))
 
 
 def test_a_rejected_query_is_bad_request_with_violations(
-    api: PixApi, provider: SandboxProvider
+    api: QrCodeApi, provider: SandboxProvider
 ) -> None:
     with pytest.raises(BadRequest) as caught:
         list(api.list_received_pix(DAY_START, DAY_END, cpf="123"))
@@ -137,7 +137,7 @@ def test_wrong_secret_is_authentication_failed(
     server: BackgroundServer, provider: SandboxProvider, sleeps: list[float]
 ) -> None:
     with (
-        pix_api(server, sleeps, client=(DEFAULT_CLIENT_ID, "wrong")) as api,
+        qrcode_api(server, sleeps, client=(DEFAULT_CLIENT_ID, "wrong")) as api,
         pytest.raises(AuthenticationFailed) as caught,
     ):
         api.get_pix("E00000000202401010000aaaaaaaaaaa")
@@ -147,18 +147,18 @@ def test_wrong_secret_is_authentication_failed(
 
 @pytest.mark.usefixtures("provider")
 def test_missing_scope_is_forbidden(server: BackgroundServer, sleeps: list[float]) -> None:
-    with pix_api(server, sleeps, client=("cob-only", "cob-secret")) as api:
+    with qrcode_api(server, sleeps, client=("cob-only", "cob-secret")) as api:
         with pytest.raises(Forbidden) as caught:
             api.get_pix("E00000000202401010000aaaaaaaaaaa")
         assert caught.value.status == 403
-    with pix_api(server, sleeps, client=("cob-only", "cob-secret"), scopes=["pix.read"]) as api:
+    with qrcode_api(server, sleeps, client=("cob-only", "cob-secret"), scopes=["pix.read"]) as api:
         with pytest.raises(Forbidden) as caught:
             api.get_pix("E00000000202401010000aaaaaaaaaaa")
         assert caught.value.type == "invalid_scope"
 
 
 def test_503_is_retried_honouring_retry_after(
-    api: PixApi, provider: SandboxProvider, sleeps: list[float]
+    api: QrCodeApi, provider: SandboxProvider, sleeps: list[float]
 ) -> None:
     [pix] = _book(provider, 1)
     provider.fail_next(2, status=503, retry_after=0)
@@ -169,7 +169,7 @@ def test_503_is_retried_honouring_retry_after(
 
 
 def test_429_waits_as_long_as_retry_after_says(
-    api: PixApi, provider: SandboxProvider, sleeps: list[float]
+    api: QrCodeApi, provider: SandboxProvider, sleeps: list[float]
 ) -> None:
     [pix] = _book(provider, 1)
     provider.fail_next(1, status=429, retry_after=3)
@@ -178,7 +178,7 @@ def test_429_waits_as_long_as_retry_after_says(
 
 
 def test_without_retry_after_backoff_grows_with_jitter(
-    api: PixApi, provider: SandboxProvider, sleeps: list[float]
+    api: QrCodeApi, provider: SandboxProvider, sleeps: list[float]
 ) -> None:
     [pix] = _book(provider, 1)
     provider.fail_next(3, status=500)
@@ -188,7 +188,9 @@ def test_without_retry_after_backoff_grows_with_jitter(
         assert ceiling / 2 <= delay <= ceiling
 
 
-def test_retries_are_bounded(api: PixApi, provider: SandboxProvider, sleeps: list[float]) -> None:
+def test_retries_are_bounded(
+    api: QrCodeApi, provider: SandboxProvider, sleeps: list[float]
+) -> None:
     provider.fail_next(10, status=503, retry_after=0)
     with pytest.raises(ProviderUnavailable) as caught:
         list(api.list_received_pix(DAY_START, DAY_END))
@@ -199,7 +201,7 @@ def test_retries_are_bounded(api: PixApi, provider: SandboxProvider, sleeps: lis
 
 
 def test_a_long_retry_after_is_left_to_the_caller(
-    api: PixApi, provider: SandboxProvider, sleeps: list[float]
+    api: QrCodeApi, provider: SandboxProvider, sleeps: list[float]
 ) -> None:
     provider.fail_next(1, status=503, retry_after=120)
     with pytest.raises(ProviderUnavailable) as caught:
@@ -213,14 +215,14 @@ def test_a_read_timeout_is_retried(
 ) -> None:
     [pix] = _book(provider, 1)
     provider.delay_next(1, seconds=0.5)
-    with pix_api(server, sleeps, timeout=0.2) as api:
+    with qrcode_api(server, sleeps, timeout=0.2) as api:
         api.tokens.get()  # so the slow answer is the Pix look-up, not the token
         assert api.get_pix(pix["endToEndId"]) == pix
     assert len(sleeps) == 1
 
 
 def test_a_failing_token_endpoint_is_retried(
-    api: PixApi, provider: SandboxProvider, sleeps: list[float]
+    api: QrCodeApi, provider: SandboxProvider, sleeps: list[float]
 ) -> None:
     [pix] = _book(provider, 1)
     provider.fail_next(1, status=503, retry_after=0, endpoint="token")
@@ -235,7 +237,7 @@ def test_connection_refused_is_provider_unavailable(sleeps: list[float]) -> None
         port = sock.getsockname()[1]
     retry = RetryPolicy(sleep=sleeps.append, rng=random.Random(0), max_attempts=2)
     with (
-        PixApi(f"http://127.0.0.1:{port}", "id", "secret", retry=retry) as api,
+        QrCodeApi(f"http://127.0.0.1:{port}", "id", "secret", retry=retry) as api,
         pytest.raises(ProviderUnavailable, match="ConnectError"),
     ):
         api.get_pix("E00000000202401010000aaaaaaaaaaa")

@@ -1,4 +1,4 @@
-"""``PixApi``'s charge, Pix Automático and webhook calls against the sandbox, over HTTP."""
+"""``QrCodeApi``'s charge, Pix Automático and webhook calls against the sandbox, over HTTP."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 
-from reconcile.provider import Forbidden, NotFound, PixApi, ProviderUnavailable
+from reconcile.provider import Forbidden, NotFound, ProviderUnavailable, QrCodeApi
 from sandbox.app import create_app
 from sandbox.defaults import DEFAULT_PIX_KEY
 from sandbox.server import BackgroundServer
 from sandbox.state import SandboxProvider
-from tests.sandbox.sandbox_support import FakeClock, pix_api, pix_api_fixtures, served_app
+from tests.sandbox.sandbox_support import FakeClock, qrcode_api, qrcode_api_fixtures, served_app
 
 START = datetime(2024, 6, 3, 12, tzinfo=UTC)
 DAY_START = datetime(2024, 6, 3, tzinfo=UTC)
@@ -24,7 +24,7 @@ ERROR = "https://pix.bcb.gov.br/api/v2/error/"
 
 
 app, server = served_app(create_app)
-sleeps, api = pix_api_fixtures()
+sleeps, api = qrcode_api_fixtures()
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def _cobs(provider: SandboxProvider, clock: FakeClock, count: int) -> list[dict[
 
 
 def test_get_cob_follows_the_charge_until_paid(
-    api: PixApi, provider: SandboxProvider, clock: FakeClock
+    api: QrCodeApi, provider: SandboxProvider, clock: FakeClock
 ) -> None:
     [cob] = _cobs(provider, clock, 1)
     assert api.get_cob(cob["txid"]) == {**cob, "status": "ATIVA"}
@@ -71,21 +71,21 @@ def test_get_cob_follows_the_charge_until_paid(
         (lambda api: api.get_cobr("A" * 30), "CobRNaoEncontrado"),
     ],
 )
-def test_unknown_ids_raise_not_found(api: PixApi, call: Any, kind: str) -> None:
+def test_unknown_ids_raise_not_found(api: QrCodeApi, call: Any, kind: str) -> None:
     with pytest.raises(NotFound) as caught:
         call(api)
     assert caught.value.type == ERROR + kind
 
 
 @pytest.mark.usefixtures("provider")
-def test_ids_that_would_change_the_path_are_refused(api: PixApi) -> None:
+def test_ids_that_would_change_the_path_are_refused(api: QrCodeApi) -> None:
     for call in (api.get_cob, api.get_cobv, api.get_cobr, api.get_rec):
         with pytest.raises(ValueError, match="not a"):
             call("../oauth/token")
 
 
 def test_list_cobs_walks_every_page(
-    api: PixApi, provider: SandboxProvider, clock: FakeClock
+    api: QrCodeApi, provider: SandboxProvider, clock: FakeClock
 ) -> None:
     created = _cobs(provider, clock, 250)
 
@@ -97,7 +97,7 @@ def test_list_cobs_walks_every_page(
 
 
 def test_list_filters_reach_the_provider(
-    api: PixApi, provider: SandboxProvider, clock: FakeClock
+    api: QrCodeApi, provider: SandboxProvider, clock: FakeClock
 ) -> None:
     created = _cobs(provider, clock, 3)
     provider.pay_charge(created[1]["txid"])
@@ -111,7 +111,7 @@ def test_list_filters_reach_the_provider(
 
 
 def test_recurrences_and_recurring_charges_are_listed(
-    api: PixApi, provider: SandboxProvider, clock: FakeClock
+    api: QrCodeApi, provider: SandboxProvider, clock: FakeClock
 ) -> None:
     recs = []
     for i in range(3):
@@ -137,7 +137,7 @@ def test_recurrences_and_recurring_charges_are_listed(
 
 @pytest.mark.usefixtures("provider")
 @pytest.mark.parametrize("method", ["list_cobs", "list_cobvs", "list_recs", "list_cobrs"])
-def test_lists_refuse_naive_or_backwards_windows(api: PixApi, method: str) -> None:
+def test_lists_refuse_naive_or_backwards_windows(api: QrCodeApi, method: str) -> None:
     list_ = getattr(api, method)
     with pytest.raises(ValueError, match="timezone-aware"):
         list_(datetime(2024, 6, 3), DAY_END)  # naive on purpose
@@ -148,7 +148,7 @@ def test_lists_refuse_naive_or_backwards_windows(api: PixApi, method: str) -> No
 
 
 def test_transient_failures_are_retried(
-    api: PixApi, provider: SandboxProvider, clock: FakeClock, sleeps: list[float]
+    api: QrCodeApi, provider: SandboxProvider, clock: FakeClock, sleeps: list[float]
 ) -> None:
     [cob] = _cobs(provider, clock, 1)
     provider.fail_next(2, status=503)
@@ -163,7 +163,7 @@ def test_transient_failures_are_retried(
 def test_a_client_without_the_scope_is_forbidden(
     server: BackgroundServer, provider: SandboxProvider, sleeps: list[float]
 ) -> None:
-    with pix_api(server, sleeps, client=("pix-only", "pix-secret")) as pix_only:
+    with qrcode_api(server, sleeps, client=("pix-only", "pix-secret")) as pix_only:
         with pytest.raises(Forbidden):
             pix_only.get_cob("A" * 30)
         with pytest.raises(Forbidden):
@@ -173,7 +173,7 @@ def test_a_client_without_the_scope_is_forbidden(
     assert sleeps == []
 
 
-def test_webhooks_are_registered(api: PixApi, provider: SandboxProvider) -> None:
+def test_webhooks_are_registered(api: QrCodeApi, provider: SandboxProvider) -> None:
     provider.fail_next(1, status=503)  # PUT is idempotent: retried
 
     api.register_webhook(DEFAULT_PIX_KEY, "https://merchant.example/webhooks/qrcode")

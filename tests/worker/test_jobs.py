@@ -12,7 +12,7 @@ from sqlalchemy import Engine, select
 from pixrecon.node import Node
 from reconcile.db import session_scope
 from reconcile.models import PixReceived, ScheduledJob
-from reconcile.provider.pix_api import PixApi
+from reconcile.provider.qrcode_api import QrCodeApi
 from sandbox.app import create_app
 from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET
 from sandbox.server import BackgroundServer
@@ -34,9 +34,9 @@ def sandbox_url(provider: SandboxProvider) -> Iterator[str]:
 
 def _node_settings(engine: Engine, sandbox_url: str, **overrides: object) -> dict[str, object]:
     return {
-        "pix_api_url": sandbox_url,
-        "pix_client_id": DEFAULT_CLIENT_ID,
-        "pix_client_secret": DEFAULT_CLIENT_SECRET,
+        "qrcode_api_url": sandbox_url,
+        "qrcode_client_id": DEFAULT_CLIENT_ID,
+        "qrcode_client_secret": DEFAULT_CLIENT_SECRET,
         "scheduler_enabled": False,  # the tests drive the jobs themselves
         **overrides,
     }
@@ -69,7 +69,7 @@ def test_webhooks_are_confirmed_forged_and_tampered_ones_flagged(
     rows = _pix_rows(node.node.engine)
     assert {r.confirmation for r in rows.values()} == {"pending"}
 
-    node.node.runtime.poller.confirm_pix()
+    node.node.runtime.jobs.confirm()
 
     rows = _pix_rows(node.node.engine)
     assert rows[real["endToEndId"]].confirmation == "confirmed"
@@ -94,13 +94,13 @@ def test_unknown_pix_stays_pending_inside_the_grace_period(
         unknown = pix(e2e=e2e_id())
         node.post_pix({"pix": [unknown]})
         node.wait_processed()
-        running.runtime.poller.confirm_pix()
+        running.runtime.jobs.confirm()
         row = _pix_rows(engine)[unknown["endToEndId"]]
         assert row.confirmation == "pending"
         assert row.check_attempts == 1
         assert row.next_check_at is not None
         # Not due again yet: a second run does not call the API for it.
-        running.runtime.poller.confirm_pix()
+        running.runtime.jobs.confirm()
         assert _pix_rows(engine)[unknown["endToEndId"]].check_attempts == 1
 
 
@@ -112,8 +112,8 @@ def test_polling_finds_pix_no_webhook_brought_and_repeats_nothing(
     node.post_pix({"pix": [notified]})
     node.wait_processed()
 
-    poller = node.node.runtime.poller
-    poller.poll_pix()
+    jobs = node.node.runtime.jobs
+    jobs.poll_qrcode()
     summary = node.wait_processed()
     assert summary["only_by_polling"] == 2
     rows = _pix_rows(node.node.engine)
@@ -122,10 +122,10 @@ def test_polling_finds_pix_no_webhook_brought_and_repeats_nothing(
         assert rows[polled["endToEndId"]].confirmation == "confirmed"
     assert rows[notified["endToEndId"]].confirmation == "pending"
 
-    poller.poll_pix()  # an overlapping window: everything seen again, nothing new
+    jobs.poll_qrcode()  # an overlapping window: everything seen again, nothing new
     assert node.wait_processed()["items"] == 3
     with session_scope(node.node.engine) as session:
-        job = session.get(ScheduledJob, "poll_pix")
+        job = session.get(ScheduledJob, "poll_qrcode")
     assert job is not None
     assert job.last_window_end is not None
     assert job.last_error is None
@@ -137,11 +137,11 @@ def test_one_process_holds_a_job_lease_at_a_time(engine: Engine) -> None:
 
     now = utcnow()
     with session_scope(engine) as session:
-        assert claim(session, "poll_pix", "a", lease=timedelta(minutes=1), now=now)
-        assert not claim(session, "poll_pix", "b", lease=timedelta(minutes=1), now=now)
-        assert claim(session, "poll_pix", "a", lease=timedelta(minutes=1), now=now)
+        assert claim(session, "poll_qrcode", "a", lease=timedelta(minutes=1), now=now)
+        assert not claim(session, "poll_qrcode", "b", lease=timedelta(minutes=1), now=now)
+        assert claim(session, "poll_qrcode", "a", lease=timedelta(minutes=1), now=now)
         later = now + timedelta(minutes=2)
-        assert claim(session, "poll_pix", "b", lease=timedelta(minutes=1), now=later)
+        assert claim(session, "poll_qrcode", "b", lease=timedelta(minutes=1), now=later)
 
 
 def test_provider_outage_is_recorded_and_retried(
@@ -149,14 +149,14 @@ def test_provider_outage_is_recorded_and_retried(
 ) -> None:
     provider.receive_pix(Decimal("3.00"))
     provider.fail_next(20, status=503, retry_after=0)
-    node.node.runtime.poller.poll_pix()
+    node.node.runtime.jobs.poll_qrcode()
     with session_scope(node.node.engine) as session:
-        job = session.get(ScheduledJob, "poll_pix")
+        job = session.get(ScheduledJob, "poll_qrcode")
         assert job is not None
         assert job.last_error is not None
         assert job.last_window_end is None
     provider.faults.clear()
-    node.node.runtime.poller.poll_pix()
+    node.node.runtime.jobs.poll_qrcode()
     assert node.wait_processed()["pix_received"] == 1
 
 
@@ -175,13 +175,15 @@ def test_scheduler_in_the_worker_polls_by_itself(
 
 
 def test_pix_api_from_settings_is_none_when_unconfigured() -> None:
-    from reconcile.provider.factory import pix_api
+    from reconcile.provider.factory import qrcode_api
 
-    assert pix_api(make_settings("sqlite://")) is None
-    api = pix_api(
-        make_settings("sqlite://", pix_api_url="http://x", pix_client_id="a", pix_client_secret="b")
+    assert qrcode_api(make_settings("sqlite://")) is None
+    api = qrcode_api(
+        make_settings(
+            "sqlite://", qrcode_api_url="http://x", qrcode_client_id="a", qrcode_client_secret="b"
+        )
     )
-    assert isinstance(api, PixApi)
+    assert isinstance(api, QrCodeApi)
 
 
 def test_charges_are_polled_into_expected_payments(
@@ -194,7 +196,7 @@ def test_charges_are_polled_into_expected_payments(
     provider.create_cob(Decimal("50.00"), txid="cobpolled0000000000000000001")
     provider.create_cobv(Decimal("75.10"), date(2026, 12, 1), txid="cobvpolled000000000000000001")
     provider.pay_charge("cobpolled0000000000000000001")
-    node.node.runtime.poller.poll_pix()
+    node.node.runtime.jobs.poll_qrcode()
     node.wait_processed()
     with session_scope(node.node.engine) as session:
         charges = {c.kind: c for c in session.execute(select(ExpectedPayment)).scalars()}
@@ -210,11 +212,11 @@ def test_the_worker_reconciles_today_and_keeps_only_the_newest_verdicts(
     from reconcile.models import ReconciliationItem, ReconciliationRun
 
     provider.receive_pix(Decimal("2.50"))
-    poller = node.node.runtime.poller
-    poller.poll_pix()
+    jobs = node.node.runtime.jobs
+    jobs.poll_qrcode()
     node.wait_processed()
-    poller.reconcile_today()
-    poller.reconcile_today()
+    jobs.reconcile_today()
+    jobs.reconcile_today()
     with session_scope(node.node.engine) as session:
         runs = list(session.execute(select(ReconciliationRun)).scalars())
         items = list(session.execute(select(ReconciliationItem)).scalars())

@@ -9,9 +9,9 @@ from functools import partial
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from pixrecon.commands.common import OutputFormat, console, fail
 from reconcile.provider import factory
 from reconcile.provider.errors import ProviderError
 from reconcile.settings import get_settings
@@ -36,15 +36,17 @@ def register(
     accounts: Annotated[
         bool, typer.Option(help="also register the accounts API notification types")
     ] = True,
-    output: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+    output: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="table for people, json for programs")
+    ] = OutputFormat.table,
 ) -> None:
     """Register /webhooks/qrcode (Pix, rec, cobr) and /webhooks/accounts with the provider.
 
     The accounts registrations carry the webhook secret header (the first value of
-    PIXRECON_WEBHOOK_SECRETS), so that notifications authenticate.
+    PIXRECON_WEBHOOK_SECRETS), so that notifications authenticate. Exit code 2 when any
+    registration failed (each is listed with its result).
     """
     settings = get_settings()
-    err = Console(stderr=True)
     base = base_url.rstrip("/")
     done: list[dict[str, str]] = []
     failures = 0
@@ -59,45 +61,39 @@ def register(
         else:
             done.append({"api": api, "registration": what, "url": url, "result": "registered"})
 
-    pix = factory.pix_api(settings)
+    qrcode = factory.qrcode_api(settings)
     qrcode_url = f"{base}/webhooks/qrcode"
     if chave or automatico:
-        if pix is None:
-            err.print("[red]error:[/] the Pix API is not configured (PIXRECON_PIX_API_URL, …)")
-            raise typer.Exit(2)
+        if qrcode is None:
+            raise fail("the QR code API is not configured (PIXRECON_QRCODE_API_URL, …)")
         for key in chave or []:
             attempt(
                 "qrcode",
                 f"PUT /webhook/{key}",
                 qrcode_url,
-                partial(pix.register_webhook, key, qrcode_url),
+                partial(qrcode.register_webhook, key, qrcode_url),
             )
         if automatico:
             attempt(
                 "qrcode",
                 "PUT /webhookrec",
                 qrcode_url,
-                lambda: pix.register_webhook_rec(qrcode_url),
+                lambda: qrcode.register_webhook_rec(qrcode_url),
             )
             attempt(
                 "qrcode",
                 "PUT /webhookcobr",
                 qrcode_url,
-                lambda: pix.register_webhook_cobr(qrcode_url),
+                lambda: qrcode.register_webhook_cobr(qrcode_url),
             )
     if accounts:
         api = factory.accounts_api(settings)
         if api is None:
-            err.print(
-                "[red]error:[/] the accounts API is not configured (PIXRECON_ACCOUNTS_API_URL, …)"
-            )
-            raise typer.Exit(2)
+            raise fail("the accounts API is not configured (PIXRECON_ACCOUNTS_API_URL, …)")
         if not settings.webhook_secrets:
-            err.print(
-                "[red]error:[/] PIXRECON_WEBHOOK_SECRETS is empty: accounts notifications "
-                "could not authenticate"
+            raise fail(
+                "PIXRECON_WEBHOOK_SECRETS is empty: accounts notifications could not authenticate"
             )
-            raise typer.Exit(2)
         secret = settings.webhook_secrets[0]
         url = f"{base}/webhooks/accounts"
         for kind in ACCOUNTS_TYPES:
@@ -107,11 +103,11 @@ def register(
                 url,
                 partial(api.register_webhook, kind, url, settings.webhook_secret_header, secret),
             )
-    if output == "json":
+    if output is OutputFormat.json:
         sys.stdout.write(json.dumps(done, indent=2) + "\n")
     else:
         table = Table("api", "registration", "url", "result")
         for row in done:
             table.add_row(row["api"], row["registration"], row["url"], row["result"])
-        Console().print(table)
-    raise typer.Exit(1 if failures else 0)
+        console.print(table)
+    raise typer.Exit(2 if failures else 0)

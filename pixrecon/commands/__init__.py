@@ -1,0 +1,1 @@
+"""One module per command group of ``pixrecon``; ``pixrecon.cli`` assembles them."""

@@ -1,0 +1,92 @@
+"""``pixrecon exceptions``: the cases people work on — list, acknowledge, resolve."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import date
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from pixrecon.commands.common import (
+    FormatOption,
+    OutputFormat,
+    console,
+    database_or_exit,
+    fail,
+)
+from reconcile.cases import CaseNotFound, list_cases, set_state
+from reconcile.db import session_scope
+from reconcile.models import CaseState
+from reconcile.settings import get_settings
+
+exceptions_app = typer.Typer(
+    help="Open exceptions: list them, acknowledge or resolve them with a note.",
+    invoke_without_command=True,
+)
+
+
+@exceptions_app.callback()
+def exceptions(
+    ctx: typer.Context,
+    day: Annotated[str | None, typer.Option("--date", help="only this business day")] = None,
+    everything: Annotated[bool, typer.Option("--all", help="include resolved and cleared")] = False,
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """List open (and acknowledged) exceptions."""
+    if ctx.invoked_subcommand is not None:
+        return
+    try:
+        business_day = date.fromisoformat(day) if day else None
+    except ValueError:
+        raise fail(f"--date must be YYYY-MM-DD, got {escape(day or '')!r}") from None
+    engine = database_or_exit(get_settings(), auto_upgrade=True)
+    states = tuple(CaseState) if everything else CaseState.remaining()
+    with session_scope(engine) as session:
+        rows = list_cases(session, day=business_day, states=states)
+    if output is OutputFormat.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    table = Table("id", "date", "subject", "ref", "status", "state", "note")
+    for row in rows:
+        table.add_row(
+            str(row["id"]),
+            row["date"],
+            row["subject"],
+            row["ref"],
+            row["status"],
+            row["state"],
+            row["note"] or "",
+        )
+    console.print(table)
+
+
+def _set(case_id: int, state: CaseState, note: str | None) -> None:
+    engine = database_or_exit(get_settings(), auto_upgrade=True)
+    with session_scope(engine) as session:
+        try:
+            case = set_state(session, case_id, state, note)
+        except CaseNotFound:
+            raise fail(f"no exception case {case_id}") from None
+        console.print(f"case {case.id} is now {case.state}")
+
+
+@exceptions_app.command("ack")
+def acknowledge(
+    case_id: Annotated[int, typer.Argument(help="case id")],
+    note: Annotated[str | None, typer.Option(help="what is being done")] = None,
+) -> None:
+    """Acknowledge a case: someone is on it (it still counts as remaining)."""
+    _set(case_id, CaseState.ACKNOWLEDGED, note)
+
+
+@exceptions_app.command("resolve")
+def resolve(
+    case_id: Annotated[int, typer.Argument(help="case id")],
+    note: Annotated[str, typer.Option(help="how it was resolved")],
+) -> None:
+    """Resolve a case with a note; re-running the day keeps it resolved."""
+    _set(case_id, CaseState.RESOLVED, note)

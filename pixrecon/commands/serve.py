@@ -1,0 +1,82 @@
+"""``pixrecon serve`` (the receiver, with in-process workers in single-node mode) and
+``pixrecon worker`` (Dramatiq worker processes, production mode)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pixrecon.bootstrap import setup_logging
+from pixrecon.commands.common import database_or_exit, err, fail
+from reconcile.settings import get_settings
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+) -> None:
+    """Run the webhook receiver. Without PIXRECON_BROKER_URL the workers run in-process.
+
+    TLS (and mutual TLS) is terminated here when PIXRECON_TLS_CERTFILE/KEYFILE are set."""
+    import uvicorn
+    from rich.markup import escape
+
+    from pixrecon.node import Node
+    from receiver.auth import auth_is_configured, configuration_errors
+    from receiver.tls import tls_options
+
+    settings = get_settings()
+    setup_logging(settings)
+    # A half-configured defence is refused outright, even in insecure mode: the operator
+    # believes it is on.
+    problems = configuration_errors(settings)
+    if problems:
+        listed = "\n".join(f"  - {escape(problem)}" for problem in problems)
+        raise fail(f"webhook security is misconfigured:\n{listed}")
+    if not auth_is_configured(settings):
+        if not settings.insecure_no_auth:
+            raise fail(
+                "no webhook authentication is configured: set PIXRECON_WEBHOOK_SECRETS, "
+                "PIXRECON_ALLOW_IPS, PIXRECON_HMAC_SECRETS or mutual TLS (see "
+                "docs/security.md), or PIXRECON_INSECURE_NO_AUTH=1 for local development only"
+            )
+        err.print(
+            "[bold yellow]WARNING: webhook authentication is OFF "
+            "(PIXRECON_INSECURE_NO_AUTH=1); anyone who can reach this port can inject "
+            "notifications. Never run like this in production.[/]"
+        )
+    engine = database_or_exit(settings, auto_upgrade=True)
+    with Node(settings, engine) as node:
+        uvicorn.run(
+            node.app,
+            host=host,
+            port=port,
+            log_config=None,
+            access_log=False,
+            # The receiver resolves X-Forwarded-For itself, against PIXRECON_TRUSTED_PROXIES;
+            # uvicorn's own rewriting would hand it a client address it cannot re-check.
+            proxy_headers=False,
+            **tls_options(settings),
+        )
+
+
+def worker(
+    processes: Annotated[int, typer.Option(help="worker processes")] = 1,
+    threads: Annotated[int, typer.Option(help="threads per process")] = 8,
+) -> None:
+    """Run Dramatiq worker processes against PIXRECON_BROKER_URL (production mode)."""
+    settings = get_settings()
+    if not settings.broker_url:
+        raise fail(
+            "PIXRECON_BROKER_URL is not set; in single-node mode `pixrecon serve` runs the "
+            "workers itself"
+        )
+    database_or_exit(settings, auto_upgrade=False).dispose()
+    from dramatiq.cli import main as dramatiq_main
+    from dramatiq.cli import make_argument_parser
+
+    args = make_argument_parser().parse_args(  # type: ignore[no-untyped-call]
+        ["worker.entry", "--processes", str(processes), "--threads", str(threads)]
+    )
+    raise typer.Exit(dramatiq_main(args))  # type: ignore[no-untyped-call]

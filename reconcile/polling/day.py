@@ -1,0 +1,200 @@
+"""The use case "fetch from the provider": a window of one or both API families, or a
+whole business day. The worker's periodic jobs, ``pixrecon poll`` and ``pixrecon
+reconcile`` all call these functions and none of them lists the steps again, so what a
+scheduled poll fetches and what the nightly run fetches cannot drift apart.
+
+A window of the QR code API: the Pix received, then the charges created in it. A window of
+the accounts API: statement lines, infractions, payouts still in flight, invoices and the
+balance. A business day: both families over the day plus margins, then every movement
+still waiting for its confirm-by-API look-up (docs/design.md §1.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from enum import StrEnum
+from typing import Protocol
+
+from sqlalchemy import Engine
+
+from reconcile.confirmation import ConfirmReport, PaymentLookup, PixLookup, confirm_all
+from reconcile.polling.accounts import (
+    AccountsSource,
+    poll_balance,
+    poll_infractions,
+    poll_invoices,
+    poll_pending_payouts,
+    poll_statement,
+)
+from reconcile.polling.qrcode import QrCodeSource, poll_charges, poll_received_pix
+from reconcile.polling.store import OnNew, PollResult
+from reconcile.schedule import leased, next_window
+from reconcile.settings import Settings
+from reconcile.timeutil import business_day_bounds, utcnow
+
+# Around a business day: Pix booked near midnight, statement lines that lag.
+DAY_MARGIN = timedelta(hours=1)
+# Charges created the day before can fall due or be paid on the day.
+CHARGES_LOOKBACK = timedelta(days=1)
+
+
+class Family(StrEnum):
+    """The provider's two API families."""
+
+    QRCODE = "qrcode"
+    ACCOUNTS = "accounts"
+
+    @property
+    def poll_job(self) -> str:
+        """The periodic job (and its lease and window in ``scheduled_job``)."""
+        return f"poll_{self.value}"
+
+
+class QrCodeClient(QrCodeSource, PixLookup, Protocol):
+    pass
+
+
+class AccountsClient(AccountsSource, PaymentLookup, Protocol):
+    pass
+
+
+class Providers(Protocol):
+    """What the fetch needs of the provider: either family may be unconfigured."""
+
+    @property
+    def qrcode(self) -> QrCodeClient | None: ...
+    @property
+    def accounts(self) -> AccountsClient | None: ...
+
+
+@dataclass
+class Fetched:
+    """What one fetch found, per step (``received_pix``, ``cob``, ``statement``, …)."""
+
+    start: datetime
+    end: datetime
+    steps: dict[str, PollResult] = field(default_factory=dict)
+    confirmed: ConfirmReport | None = None
+
+    def add(self, step: str, result: PollResult) -> None:
+        self.steps[step] = result
+
+    @property
+    def seen(self) -> int:
+        return sum(r.seen for r in self.steps.values())
+
+    @property
+    def new_ids(self) -> list[int]:
+        return [i for r in self.steps.values() for i in r.new_ids]
+
+    @property
+    def invalid(self) -> int:
+        return sum(r.invalid for r in self.steps.values())
+
+
+Step = Callable[[str], object] | None
+
+
+def configured(providers: Providers) -> tuple[Family, ...]:
+    found = []
+    if providers.qrcode is not None:
+        found.append(Family.QRCODE)
+    if providers.accounts is not None:
+        found.append(Family.ACCOUNTS)
+    return tuple(found)
+
+
+def fetch_window(
+    engine: Engine,
+    providers: Providers,
+    start: datetime,
+    end: datetime,
+    *,
+    families: Collection[Family] = tuple(Family),
+    charges_since: datetime | None = None,
+    on_new: OnNew = None,
+    on_step: Step = None,
+) -> Fetched:
+    """Poll [start, end] of each family asked for that is configured. ``on_new`` gets the
+    ids of new inbox items after each page's commit; ``on_step`` names each step."""
+    fetched = Fetched(start, end)
+
+    def step(name: str) -> None:
+        if on_step is not None:
+            on_step(name)
+
+    qrcode, accounts = providers.qrcode, providers.accounts
+    if Family.QRCODE in families and qrcode is not None:
+        step("Pix received")
+        fetched.add("received_pix", poll_received_pix(qrcode, engine, start, end, on_new=on_new))
+        step("charges")
+        for kind, result in poll_charges(
+            qrcode, engine, charges_since or start, end, on_new
+        ).items():
+            fetched.add(kind, result)
+    if Family.ACCOUNTS in families and accounts is not None:
+        step("statement")
+        fetched.add("statement", poll_statement(accounts, engine, start, end, on_new))
+        step("infractions")
+        fetched.add("infractions", poll_infractions(accounts, engine, start, end, on_new))
+        step("payouts in flight")
+        fetched.add("payouts", poll_pending_payouts(accounts, engine, on_new))
+        step("invoices")
+        fetched.add("invoices", poll_invoices(accounts, engine, on_new))
+        step("balance")
+        # Stamped with the moment it was read: a balance asked for now is not the balance
+        # at the end of a past window.
+        fetched.add("balance", poll_balance(accounts, engine, utcnow(), on_new))
+    return fetched
+
+
+def fetch_day(
+    engine: Engine,
+    providers: Providers,
+    day: date,
+    settings: Settings,
+    *,
+    on_new: OnNew = None,
+    on_step: Step = None,
+) -> Fetched:
+    """Everything the reconciliation of ``day`` needs from the provider, then the
+    confirmation of every movement still pending."""
+    start, end = business_day_bounds(day)
+    fetched = fetch_window(
+        engine,
+        providers,
+        start - DAY_MARGIN,
+        end + DAY_MARGIN,
+        charges_since=start - DAY_MARGIN - CHARGES_LOOKBACK,
+        on_new=on_new,
+        on_step=on_step,
+    )
+    if on_step is not None:
+        on_step("confirming by API")
+    fetched.confirmed = confirm_all(engine, providers.qrcode, providers.accounts, settings)
+    return fetched
+
+
+def poll_resuming(
+    engine: Engine,
+    providers: Providers,
+    family: Family,
+    settings: Settings,
+    *,
+    owner: str,
+    lease: timedelta,
+    on_new: OnNew = None,
+    on_step: Step = None,
+) -> Fetched | None:
+    """Poll one family from just before where its last successful poll ended, under the
+    job's lease, and move the window on. ``None`` when another process holds the lease."""
+    with leased(engine, family.poll_job, owner, lease=lease) as run:
+        if run is None:
+            return None
+        start, end = next_window(engine, family.poll_job, settings)
+        fetched = fetch_window(
+            engine, providers, start, end, families=(family,), on_new=on_new, on_step=on_step
+        )
+        run.window_end = end
+        return fetched

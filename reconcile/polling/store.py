@@ -1,0 +1,78 @@
+"""Storing what an API walk finds: every item enters the inbox as ``source=poll``, one
+transaction per page, so a long walk commits as it goes and an interruption loses nothing
+already seen; an item a webhook already brought is a counted sighting, not redone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import Engine
+
+from reconcile.db import session_scope
+from reconcile.inbox import NewItem, store_items
+from reconcile.logs import get_logger
+from reconcile.models import Source
+from reconcile.payloads import PayloadInvalid
+
+log = get_logger(__name__)
+
+OnNew = Callable[[list[int]], object] | None
+"""Called with the ids of new inbox items after each commit: the dispatcher in a worker,
+processing on the spot in a command without workers."""
+
+
+@dataclass
+class PollResult:
+    seen: int = 0
+    new_ids: list[int] = field(default_factory=list)
+    invalid: int = 0
+
+
+def store_polled(engine: Engine, items: list[NewItem], on_new: OnNew) -> list[int]:
+    """One transaction for what one API page brought; new ids go to ``on_new``."""
+    if not items:
+        return []
+    with session_scope(engine) as session:
+        new_ids = store_items(session, items, source=Source.POLL).new_ids
+    if on_new is not None and new_ids:
+        on_new(new_ids)
+    return new_ids
+
+
+def walk_and_store(
+    engine: Engine,
+    found: Iterator[dict[str, Any]],
+    to_items: Callable[[dict[str, Any]], Iterable[NewItem]],
+    on_new: OnNew,
+    *,
+    what: str,
+    page: int = 200,
+    on_progress: Callable[[int], object] | None = None,
+) -> PollResult:
+    """Store what an API walk finds, ``page`` items per transaction."""
+    result = PollResult()
+    batch: list[NewItem] = []
+
+    def flush() -> None:
+        result.new_ids.extend(store_polled(engine, batch, on_new))
+        batch.clear()
+        if on_progress is not None:
+            on_progress(result.seen)
+
+    for raw in found:
+        result.seen += 1
+        try:
+            batch.extend(to_items(raw))
+        except (PayloadInvalid, ValidationError, ValueError):
+            # The API is authoritative but not infallible: count it (without its content,
+            # which may hold personal data) and keep walking.
+            result.invalid += 1
+            log.warning("poll_invalid_item", what=what)
+            continue
+        if len(batch) >= page:
+            flush()
+    flush()
+    return result

@@ -1,0 +1,31 @@
+"""Running the console script as a user does: a process of its own, an environment free
+of the developer's own ``PIXRECON_*`` settings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def clean_env(**variables: str) -> dict[str, str]:
+    """The environment without any ``PIXRECON_*`` variable, plus ``variables`` (named
+    without the prefix: ``database_url="sqlite://"``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
+    env.update({f"PIXRECON_{name.upper()}": value for name, value in variables.items()})
+    return env
+
+
+def run_pixrecon(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pixrecon", *args],
+        cwd=cwd,
+        env=env if env is not None else clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

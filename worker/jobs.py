@@ -1,0 +1,141 @@
+"""The worker's periodic jobs, each a thin call into ``reconcile``:
+
+- ``poll_qrcode`` / ``poll_accounts``: fetch the next window of each API family
+  (``reconcile.polling.day``) — polling is a primary source (docs/design.md §1.6);
+- ``confirm``: look up every notified movement still pending (docs/design.md §1.5);
+- ``reconcile_today``: run the nightly engine over the current business day, so
+  dashboards and exceptions follow the day as it happens.
+
+Each run takes the job's database lease first (``reconcile.schedule.leased``), so running
+more worker processes never multiplies the calls to the provider."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import Engine
+
+from reconcile.confirmation import confirm_all
+from reconcile.db import UNAVAILABLE_ERRORS
+from reconcile.logs import get_logger
+from reconcile.nightly import reconcile_day
+from reconcile.polling.day import Family, Providers, configured, poll_resuming
+from reconcile.provider.errors import ProviderError
+from reconcile.schedule import leased
+from reconcile.settings import Settings
+from reconcile.timeutil import BUSINESS_TZ, utcnow
+from worker.dispatch import Dispatcher
+
+log = get_logger(__name__)
+
+# What a job run may meet and survive: the provider or the database being unavailable.
+JOB_ERRORS: tuple[type[Exception], ...] = (ProviderError, *UNAVAILABLE_ERRORS)
+CONFIRM_INTERVAL_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    interval: float
+    run: Callable[[], bool]
+
+
+def _lease(interval: float) -> timedelta:
+    # The lease outlives one interval a little, and a crashed run is retried after it.
+    return timedelta(seconds=max(interval * 2, 60.0))
+
+
+class PeriodicJobs:
+    def __init__(
+        self, settings: Settings, engine: Engine, dispatcher: Dispatcher, providers: Providers
+    ) -> None:
+        self._settings = settings
+        self._engine = engine
+        self._dispatcher = dispatcher
+        self.providers = providers
+        # Unique per process: a lease held by a dead process simply expires.
+        self.owner = f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
+
+    def jobs(self) -> list[Job]:
+        s = self._settings
+        jobs = [
+            Job(
+                "confirm",
+                min(s.poll_qrcode_interval_seconds, CONFIRM_INTERVAL_SECONDS),
+                self.confirm,
+            ),
+            Job("reconcile_today", s.reconcile_interval_seconds, self.reconcile_today),
+        ]
+        families = configured(self.providers)
+        if Family.QRCODE in families:
+            jobs.append(Job("poll_qrcode", s.poll_qrcode_interval_seconds, self.poll_qrcode))
+        if Family.ACCOUNTS in families:
+            jobs.append(Job("poll_accounts", s.poll_accounts_interval_seconds, self.poll_accounts))
+        return jobs
+
+    def _survive(self, name: str, body: Callable[[], bool]) -> bool:
+        """A job that meets an unavailable provider or database is retried at its next
+        tick (its error is recorded by the lease); anything else is a bug and propagates."""
+        try:
+            return body()
+        except JOB_ERRORS as exc:
+            log.warning("job_failed", job=name, error=f"{type(exc).__name__}: {exc}")
+            return False
+
+    def _poll(self, family: Family, interval: float) -> bool:
+        def run() -> bool:
+            fetched = poll_resuming(
+                self._engine,
+                self.providers,
+                family,
+                self._settings,
+                owner=self.owner,
+                lease=_lease(interval),
+                on_new=self._dispatcher.dispatch,
+            )
+            if fetched is None:
+                return False
+            log.info("poll_done", family=family.value, seen=fetched.seen, new=len(fetched.new_ids))
+            return True
+
+        return self._survive(family.poll_job, run)
+
+    def poll_qrcode(self) -> bool:
+        return self._poll(Family.QRCODE, self._settings.poll_qrcode_interval_seconds)
+
+    def poll_accounts(self) -> bool:
+        return self._poll(Family.ACCOUNTS, self._settings.poll_accounts_interval_seconds)
+
+    def confirm(self) -> bool:
+        def run() -> bool:
+            with leased(
+                self._engine, "confirm", self.owner, lease=_lease(CONFIRM_INTERVAL_SECONDS)
+            ) as job:
+                if job is None:
+                    return False
+                p = self.providers
+                confirm_all(self._engine, p.qrcode, p.accounts, self._settings)
+                return True
+
+        return self._survive("confirm", run)
+
+    def reconcile_today(self) -> bool:
+        interval = self._settings.reconcile_interval_seconds
+
+        def run() -> bool:
+            with leased(self._engine, "reconcile_today", self.owner, lease=_lease(interval)) as job:
+                if job is None:
+                    return False
+                result = reconcile_day(self._engine, utcnow().astimezone(BUSINESS_TZ).date())
+                log.info(
+                    "reconciled_today",
+                    run_id=result.run_id,
+                    exceptions=len(result.report["exceptions"]),
+                )
+                return True
+
+        return self._survive("reconcile_today", run)
