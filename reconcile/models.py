@@ -150,6 +150,9 @@ class PixReceivedBase(SQLModel):
     info_pagador: str | None = Field(default=None, sa_type=Text)
     payer_document: str | None = Field(default=None, max_length=14)
     payer_name: str | None = Field(default=None, max_length=200)
+    components: str | None = Field(
+        default=None, sa_type=Text, description="componentesValor as received, JSON"
+    )
 
 
 class PixReceived(PixReceivedBase, Confirmable, table=True):
@@ -280,6 +283,16 @@ class ExpectedPaymentBase(SQLModel):
     payable_until: date | None = Field(
         default=None, description="cobv: due date + validadeAposVencimento"
     )
+    terms: str | None = Field(
+        default=None,
+        sa_type=Text,
+        description="cobv: valor's multa, juros, abatimento and desconto as received, JSON",
+    )
+    amount_due_cents: int | None = Field(
+        default=None,
+        sa_type=BigInteger,
+        description="cobv: what was due on the day it was paid (terms applied)",
+    )
 
 
 class ExpectedPayment(ExpectedPaymentBase, LatestState, table=True):
@@ -301,6 +314,9 @@ class StatementEntryBase(SQLModel):
     txid: str | None = Field(default=None, max_length=35)
     infraction_id: str | None = Field(default=None, max_length=100)
     booked_at: datetime | None = Field(default=None, sa_type=UtcDateTime, index=True)
+    fee_cents: int | None = Field(
+        default=None, sa_type=BigInteger, description="a fee the provider netted from it"
+    )
 
 
 class StatementEntry(StatementEntryBase, table=True):
@@ -369,6 +385,7 @@ class ReconciliationRun(SQLModel, table=True):
     finished_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
     status: str = Field(default="running", max_length=16, description="running|completed|failed")
     exit_code: int | None = None
+    verdict: str | None = Field(default=None, max_length=32, description="a DayVerdict")
     report: str | None = Field(default=None, sa_type=Text, description="the JSON report")
 
 
@@ -383,6 +400,19 @@ class ReconciliationItemBase(SQLModel):
     source: str | None = Field(default=None, max_length=16, description="webhook, poll, both")
     inbox_item_id: int | None = Field(default=None, sa_type=BigInteger)
     statement_entry_id: int | None = Field(default=None, sa_type=BigInteger)
+    due_at: datetime | None = Field(
+        default=None, sa_type=UtcDateTime, description="pending: when it becomes a break"
+    )
+    refund_by: date | None = Field(
+        default=None, description="money that may have to go back: the last day to refund"
+    )
+    carried: str | None = Field(
+        default=None, max_length=8, description="in: from an earlier day; out: to a later one"
+    )
+    net_cents: int | None = Field(
+        default=None, sa_type=BigInteger, description="a Pix: value less settled refunds"
+    )
+    priority: int | None = Field(default=None, description="1 most urgent")
 
 
 class ReconciliationItem(ReconciliationItemBase, table=True):
