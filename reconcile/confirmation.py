@@ -15,19 +15,50 @@ from sqlmodel import col
 
 from reconcile.db import session_scope
 from reconcile.logs import get_logger
-from reconcile.models import AccountMovement, Confirmation, PixReceived
+from reconcile.models import AccountMovement, Confirmation, PixReceived, PixRefund
 from reconcile.money import InvalidAmount, parse_amount, to_cents
-from reconcile.provider.errors import NotFound, ProviderUnavailable
+from reconcile.provider.errors import (
+    AuthenticationFailed,
+    Forbidden,
+    NotFound,
+    ProviderError,
+    ProviderUnavailable,
+)
 from reconcile.settings import Settings
 from reconcile.timeutil import as_utc, utcnow
 
 log = get_logger(__name__)
+
+Confirmed = type[PixReceived] | type[AccountMovement] | type[PixRefund]
 
 # Unknown to the API inside the grace period: look again after 30 s, 1 min, 2 min, …
 FIRST_RECHECK = timedelta(seconds=30)
 MAX_RECHECK = timedelta(minutes=10)
 UNKNOWN_AMOUNT = -1
 """What a look-up returns when the API confirms the movement but states no amount."""
+# Failures that will fail every look-up alike: stop and retry the whole batch later.
+STOP_ERRORS: tuple[type[Exception], ...] = (ProviderUnavailable, AuthenticationFailed, Forbidden)
+
+
+class Unverifiable(Exception):
+    """The movement carries nothing to look it up by; no retry will change that."""
+
+
+PAID_OUT = frozenset({"LIQUIDATED", "PARTIALLY_REFUNDED", "REFUNDED"})
+NOT_PAID = frozenset({"REJECTED", "CANCELED"})
+
+
+def _outcomes_differ(notified: object, stated: object) -> bool:
+    """Paid on one side and not paid on the other. A notification may trail the provider
+    (PROCESSING, then LIQUIDATED, then REFUNDED): that is not a disagreement."""
+    return (notified in PAID_OUT and stated in NOT_PAID) or (
+        notified in NOT_PAID and stated in PAID_OUT
+    )
+
+
+class StatusDisagrees(Exception):
+    """The API knows the movement, settled otherwise than notified (e.g. notified
+    LIQUIDATED, REJECTED at the provider)."""
 
 
 class PixLookup(Protocol):
@@ -57,28 +88,32 @@ class ConfirmReport:
     mismatched: list[int] = field(default_factory=list)
     still_pending: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
+    unverifiable: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    """The look-up failed for this row alone (an answer we could not read, a bug): it is
+    tried again later; once its grace period is over, the day counts it as a break."""
     interrupted: bool = False
     """The provider became unavailable; the rest waits for the next run."""
 
     def extend(self, other: ConfirmReport) -> None:
-        for name in ("confirmed", "unconfirmed", "mismatched", "still_pending", "skipped"):
+        for name in LISTS:
             getattr(self, name).extend(getattr(other, name))
         self.interrupted = self.interrupted or other.interrupted
 
     @property
     def handled(self) -> int:
-        return sum(
-            map(
-                len,
-                (
-                    self.confirmed,
-                    self.unconfirmed,
-                    self.mismatched,
-                    self.still_pending,
-                    self.skipped,
-                ),
-            )
-        )
+        return sum(len(getattr(self, name)) for name in LISTS)
+
+
+LISTS = (
+    "confirmed",
+    "unconfirmed",
+    "mismatched",
+    "still_pending",
+    "skipped",
+    "unverifiable",
+    "failed",
+)
 
 
 def _recheck_after(attempts: int) -> timedelta:
@@ -94,7 +129,7 @@ def money_cents(value: object) -> int:
 
 def confirm_pending(
     engine: Engine,
-    model: type[PixReceived] | type[AccountMovement],
+    model: Confirmed,
     lookup: Callable[[Due], int | None],
     *,
     grace: timedelta,
@@ -142,9 +177,36 @@ def confirm_pending(
                 outcomes.append((row.id, Confirmation.PENDING.value, None, retry_at))
                 report.still_pending.append(row.id)
             continue
-        except ProviderUnavailable:
+        except STOP_ERRORS:
             report.interrupted = True
             break
+        except StatusDisagrees as exc:
+            outcomes.append((row.id, Confirmation.STATUS_MISMATCH.value, None, None))
+            report.mismatched.append(row.id)
+            log.warning(
+                "movement_status_differs", table=model.__tablename__, row=row.id, api=str(exc)
+            )
+            continue
+        except Unverifiable as exc:
+            log.warning(
+                "movement_unverifiable", table=model.__tablename__, row=row.id, why=str(exc)
+            )
+            outcomes.append((row.id, Confirmation.UNVERIFIABLE.value, None, None))
+            report.unverifiable.append(row.id)
+            continue
+        except Exception as exc:
+            # One row whose look-up fails (an answer we cannot read, a bug of ours) must not
+            # stop the rows behind it: it waits, and past its grace period it is a break.
+            log.error(
+                "confirmation_failed",
+                table=model.__tablename__,
+                row=row.id,
+                error=type(exc).__name__,
+                provider=isinstance(exc, ProviderError),
+            )
+            outcomes.append((row.id, Confirmation.PENDING.value, None, now + MAX_RECHECK))
+            report.failed.append(row.id)
+            continue
         if api_cents is None:
             # No API can vouch for this one now (e.g. the QR code API is not configured); look
             # again much later rather than blocking the rows behind it.
@@ -173,7 +235,7 @@ def confirm_pending(
 
 def _record(
     engine: Engine,
-    model: type[PixReceived] | type[AccountMovement],
+    model: Confirmed,
     outcomes: list[tuple[int, str, int | None, datetime | None]],
     now: datetime,
 ) -> None:
@@ -224,7 +286,14 @@ def confirm_pending_movements(
     def lookup(due: Due) -> int | None:
         kind, key, e2e = (due.fields[n] for n in ("type", "idempotency_key", "end_to_end_id"))
         if kind in ("TRANSFER", "CASHOUT"):
+            if not (key or e2e):
+                raise Unverifiable("a payout with neither idempotencyKey nor endToEndId")
             found = payments.get_payment_by_key(key) if key else payments.get_payment(e2e)
+            stated = found.get("status")
+            # A payout is confirmed by its state too: notified as paid, the provider must
+            # say so (a notification still PROCESSING may trail the provider).
+            if _outcomes_differ(due.fields["status"], stated):
+                raise StatusDisagrees(str(stated))
             return money_cents((found.get("payment") or {}).get("amount"))
         if kind == "RECEIVE":
             return money_cents(pix.get_pix(e2e).get("valor")) if pix and e2e else None
@@ -244,7 +313,42 @@ def confirm_pending_movements(
         AccountMovement,
         lookup,
         grace=grace,
-        extra_columns=("type", "idempotency_key", "end_to_end_id"),
+        extra_columns=("type", "idempotency_key", "end_to_end_id", "status"),
+        limit=limit,
+    )
+
+
+def _devolucoes(pix: dict[str, Any]) -> list[dict[str, Any]]:
+    found = pix.get("devolucoes")
+    if isinstance(found, dict):  # one refund, as some providers send it
+        found = [found]
+    return [d for d in found or [] if isinstance(d, dict)]
+
+
+def confirm_pending_refunds(
+    engine: Engine, api: PixLookup, *, grace: timedelta, limit: int = 100
+) -> ConfirmReport:
+    """A refund counts once ``GET /pix/{e2eid}`` of the refunded Pix lists it, in the same
+    state and for the same amount."""
+
+    def lookup(due: Due) -> int | None:
+        e2e, refund_id, rtr_id, status = (
+            due.fields[n] for n in ("end_to_end_id", "refund_id", "rtr_id", "status")
+        )
+        for refund in _devolucoes(api.get_pix(e2e)):
+            if refund.get("id") == refund_id or (rtr_id and refund.get("rtrId") == rtr_id):
+                stated = refund.get("status")
+                if stated in ("DEVOLVIDO", "NAO_REALIZADO") and stated != status:
+                    raise StatusDisagrees(str(stated))
+                return money_cents(refund.get("valor"))
+        raise NotFound(f"refund {refund_id} of {e2e} is not in the API's answer")
+
+    return confirm_pending(
+        engine,
+        PixRefund,
+        lookup,
+        grace=grace,
+        extra_columns=("end_to_end_id", "refund_id", "rtr_id", "status"),
         limit=limit,
     )
 
@@ -253,7 +357,7 @@ def waive_confirmation(engine: Engine) -> int:
     """Policy "none": pending rows count as they are."""
     waived = 0
     with session_scope(engine) as session:
-        for model in (PixReceived, AccountMovement):
+        for model in (PixReceived, AccountMovement, PixRefund):
             result = session.execute(
                 update(model)
                 .where(col(model.confirmation) == Confirmation.PENDING.value)
@@ -288,6 +392,9 @@ def confirm_all(
     batch = settings.confirm_batch_size
     if pix is not None:
         _drain(lambda: confirm_pending_pix(engine, pix, grace=grace, limit=batch), batch, report)
+        _drain(
+            lambda: confirm_pending_refunds(engine, pix, grace=grace, limit=batch), batch, report
+        )
     if payments is not None:
         _drain(
             lambda: confirm_pending_movements(engine, payments, pix, grace=grace, limit=batch),

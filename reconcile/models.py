@@ -39,6 +39,13 @@ class Confirmation(enum.StrEnum):
     UNCONFIRMED_WEBHOOK = "unconfirmed_webhook"  # still unknown after the grace period
     AMOUNT_MISMATCH = "amount_mismatch"  # the API knows it with another amount
     NOT_REQUIRED = "not_required"  # confirmation switched off by policy
+    UNVERIFIABLE = "unverifiable"  # nothing to look it up by (e.g. a payout with no key)
+    STATUS_MISMATCH = "status_mismatch"  # the API knows it in another final state
+
+    @classmethod
+    def counted(cls) -> tuple[str, ...]:
+        """The confirmations under which a movement's money counts."""
+        return (cls.CONFIRMED.value, cls.NOT_REQUIRED.value)
 
 
 class CaseState(enum.StrEnum):
@@ -189,7 +196,7 @@ class PixRefundBase(SQLModel):
     settled_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class PixRefund(PixRefundBase, LatestState, table=True):
+class PixRefund(PixRefundBase, LatestState, Confirmable, table=True):
     """A refund (devolução) of a received Pix, in its latest known status."""
 
     __tablename__ = "pix_refund"

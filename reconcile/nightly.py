@@ -1,6 +1,7 @@
 """Reconciling a whole business day: run every matcher in one transaction, keep the run
-and its verdicts, carry exceptions over to the cases people work on, and answer with a
-report and an exit code (0 all reconciled, 1 exceptions remain)."""
+and its verdicts, carry exceptions over to the cases people work on, and answer with the
+day's verdict (``reconcile.matching.judgement``), its bridge, a report and an exit code
+(0 reconciled; 1 breaks, or only pending items remain; 2 incomplete)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,24 @@ from sqlalchemy import Engine, case, delete, func, literal, select, update
 from sqlmodel import Session, col
 
 from reconcile.db import dialect_of, insert_for, session_scope, table_of
+from reconcile.matching.amount_due import record_amounts_due
+from reconcile.matching.bridge import day_bridge, match_statement_lines
 from reconcile.matching.charges import match_charges
-from reconcile.matching.context import RunContext
-from reconcile.matching.infractions import match_infractions
+from reconcile.matching.context import Judging, RunContext
+from reconcile.matching.infractions import match_infractions, med_exposure
+from reconcile.matching.judgement import (
+    DayVerdict,
+    Sources,
+    annotate_pending,
+    annotate_priorities,
+    carried_items,
+    incomplete_because,
+    judge,
+    pending_items,
+)
 from reconcile.matching.movements import match_received, match_refunds
 from reconcile.matching.payouts import match_payouts
-from reconcile.matching.totals import balance_drift, day_totals
+from reconcile.matching.totals import balance_drift
 from reconcile.models import (
     CaseState,
     ExceptionCase,
@@ -36,6 +49,7 @@ MATCHERS: list[tuple[str, Callable[[Session, RunContext], None]]] = [
     ("charges", match_charges),
     ("payouts", match_payouts),
     ("infractions", match_infractions),
+    ("statement lines", match_statement_lines),
 ]
 REMAINING = tuple(state.value for state in CaseState.remaining())
 
@@ -44,7 +58,11 @@ REMAINING = tuple(state.value for state in CaseState.remaining())
 class NightlyResult:
     run_id: int
     report: dict[str, Any]
-    exit_code: int
+    verdict: DayVerdict
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
 
 
 def _statement_known(session: Session, day: date) -> bool:
@@ -142,6 +160,8 @@ def _open_exceptions(session: Session, day: date, run_id: int) -> list[dict[str,
             items.c.reason,
             items.c.expected_cents,
             items.c.actual_cents,
+            items.c.priority,
+            items.c.refund_by,
         )
         .join(
             items,
@@ -151,10 +171,56 @@ def _open_exceptions(session: Session, day: date, run_id: int) -> list[dict[str,
             & (items.c.status == cases.c.status),
         )
         .where(cases.c.business_date == day, cases.c.state.in_(REMAINING))
-        .order_by(cases.c.subject, cases.c.ref)
+        .order_by(items.c.priority, cases.c.subject, cases.c.ref)
     ).all()
-    names = ("case_id", "subject", "ref", "status", "state", "reason", "expected_cents")
-    return [dict(zip((*names, "actual_cents"), row, strict=True)) for row in rows]
+    names = (
+        "case_id",
+        "subject",
+        "ref",
+        "status",
+        "state",
+        "reason",
+        "expected_cents",
+        "actual_cents",
+        "priority",
+    )
+    return [
+        {
+            **dict(zip(names, row[:-1], strict=True)),
+            "refund_by": row[-1].isoformat() if row[-1] is not None else None,
+        }
+        for row in rows
+    ]
+
+
+def _totals(bridge: dict[str, Any]) -> dict[str, Any]:
+    """Per source, like for like: each row compares figures of the same movements."""
+    rows = {row["category"]: row for row in bridge["categories"]}
+
+    def of(category: str) -> dict[str, Any]:
+        row: dict[str, Any] = rows[category]
+        return row
+
+    return {
+        "credits": {
+            "webhook": of("pix_received")["webhook_cents"],
+            "poll": of("pix_received")["api_cents"],
+            "statement": of("pix_received")["statement_cents"],
+        },
+        "debits": {
+            "api": of("payouts")["api_cents"],
+            "statement": of("payouts")["statement_cents"],
+        },
+        "refunds": {
+            "api": of("refunds_sent")["api_cents"],
+            "statement": of("refunds_sent")["statement_cents"],
+        },
+        "fees": {"statement": of("fees")["statement_cents"]},
+        "med_debits": {
+            "api": of("med_debits")["api_cents"],
+            "statement": of("med_debits")["statement_cents"],
+        },
+    }
 
 
 def reconcile_day(
@@ -163,8 +229,13 @@ def reconcile_day(
     *,
     now: datetime | None = None,
     on_step: Callable[[str], object] | None = None,
+    judging: Judging | None = None,
+    sources: Sources | None = None,
 ) -> NightlyResult:
+    """Judge ``day`` as of its end (or ``now``, if it is not over). ``sources`` says what
+    could be read: without it every source is taken as configured and read."""
     now = now or utcnow()
+    sources = sources or Sources()
     with session_scope(engine) as session:
         # A run that never finished (the process died) is marked so; re-running is safe
         # because every run writes only its own rows.
@@ -183,37 +254,67 @@ def reconcile_day(
         run_id = run.id
     try:
         with session_scope(engine) as session:
-            ctx = RunContext.for_day(run_id, day, now, _statement_known(session, day))
+            ctx = RunContext.for_day(
+                run_id, day, now, _statement_known(session, day), judging or Judging()
+            )
+            # What each due-date charge paid today owed on the day it was paid.
+            record_amounts_due(session, ctx.start, ctx.end)
             for name, matcher in MATCHERS:
                 if on_step is not None:
                     on_step(name)
                 matcher(session, ctx)
-            totals = day_totals(session, ctx)
+            annotate_pending(session, ctx)
+            annotate_priorities(session, ctx)
             drift = balance_drift(session, ctx)
+            bridge = day_bridge(session, ctx, drift)
             _sync_cases(session, ctx)
             exceptions = _open_exceptions(session, day, run_id)
             movements = _counts(session, run_id, "movement")
+            pending = pending_items(session, ctx)
+            all_counts = [
+                movements,
+                *(_counts(session, run_id, s) for s in ("charge", "payout", "infraction")),
+            ]
+            incomplete = incomplete_because(
+                session, ctx, sources, has_items=any(any(c.values()) for c in all_counts)
+            )
+            verdict = judge(
+                incomplete=incomplete,
+                exceptions=len(exceptions),
+                residual=bridge["residual_cents"],
+                pending=sum(counts.get("pending", 0) for counts in all_counts),
+            )
             movements["duplicate"] = _duplicates(session, ctx)
             report: dict[str, Any] = {
                 "date": day.isoformat(),
                 "run_id": run_id,
+                "verdict": verdict.value,
+                "exit_code": verdict.exit_code,
+                "as_of": ctx.as_of.isoformat(),
+                "incomplete_because": incomplete,
                 "counts": movements,
-                "charges": _counts(session, run_id, "charge"),
-                "payouts": _counts(session, run_id, "payout"),
-                "infractions": _counts(session, run_id, "infraction"),
-                "totals": totals,
+                "charges": all_counts[1],
+                "payouts": all_counts[2],
+                "infractions": all_counts[3],
+                "statement": _counts(session, run_id, "statement"),
+                "med": med_exposure(session, ctx),
+                "totals": _totals(bridge),
+                "bridge": bridge,
                 "balance_drift_cents": drift["drift_cents"],
                 "balance": drift,
+                "pending": pending,
+                "carried_in": carried_items(session, ctx, "in"),
+                "carried_out": carried_items(session, ctx, "out"),
                 "exceptions": exceptions,
             }
-            exit_code = 1 if exceptions or drift["drift_cents"] not in (0, None) else 0
             session.execute(
                 update(ReconciliationRun)
                 .where(col(ReconciliationRun.id) == run_id)
                 .values(
                     status="completed",
                     finished_at=utcnow(),
-                    exit_code=exit_code,
+                    exit_code=verdict.exit_code,
+                    verdict=verdict.value,
                     report=json.dumps(report),
                 )
             )
@@ -226,7 +327,7 @@ def reconcile_day(
             )
         raise
     _prune_earlier_runs(engine, day, run_id)
-    return NightlyResult(run_id=run_id, report=report, exit_code=exit_code)
+    return NightlyResult(run_id=run_id, report=report, verdict=verdict)
 
 
 def _prune_earlier_runs(engine: Engine, day: date, run_id: int) -> None:

@@ -127,6 +127,14 @@ class Settings(BaseSettings):
     # The worker reconciles the current business day this often, with the same engine as
     # the nightly command, so dashboards are never more than this far behind.
     reconcile_interval_seconds: float = Field(default=300.0, gt=0)
+    # A statement line may be booked a little after midnight for a Pix of the day before:
+    # within this lag it is matched across the two days instead of being a break.
+    reconcile_date_lag_seconds: float = Field(default=300.0, ge=0, le=86400)
+    # Money the merchant must or may return (overpaid, paid twice, unknown Pix) can be
+    # refunded for this many days after it settled; exceptions this close to that last
+    # day come first.
+    refund_deadline_days: int = Field(default=90, gt=0)
+    refund_warning_days: int = Field(default=10, ge=0)
     scheduler_enabled: bool = True
 
     log_level: str = "INFO"
@@ -145,6 +153,41 @@ class Settings(BaseSettings):
     @classmethod
     def _csv(cls, value: object) -> object:
         return _split_csv(value)
+
+    @property
+    def qrcode_configured(self) -> bool:
+        return bool(self.qrcode_api_url and self.qrcode_client_id and self.qrcode_client_secret)
+
+    @property
+    def accounts_configured(self) -> bool:
+        return bool(
+            self.accounts_api_url
+            and self.accounts_client_id
+            and self.accounts_client_secret
+            and self.accounts_account_id
+        )
+
+    @property
+    def confirmation(self) -> str:
+        """How notified money comes to count, in words (``/healthz``, start-up warnings)."""
+        if self.confirm_policy == "none":
+            return "off by policy (PIXRECON_CONFIRM_POLICY=none): webhooks are trusted"
+        if not (self.qrcode_configured or self.accounts_configured):
+            return (
+                "impossible: no provider API is configured, so notified money never counts "
+                "and every day is incomplete (configure the provider, or set "
+                "PIXRECON_CONFIRM_POLICY=none to trust webhooks)"
+            )
+        if not self.qrcode_configured:
+            return "partial: the QR code API is not configured, Pix received cannot be confirmed"
+        if not self.accounts_configured:
+            return "partial: the accounts API is not configured, payouts cannot be confirmed"
+        return "by API look-up"
+
+    @property
+    def confirmation_ok(self) -> bool:
+        both = self.qrcode_configured and self.accounts_configured
+        return self.confirm_policy == "none" or both
 
     @property
     def uses_sqlite(self) -> bool:

@@ -7,6 +7,7 @@ import copy
 import random
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -119,8 +120,19 @@ class PixLedger:
         info_pagador: str | None = None,
         horario: datetime | None = None,
         chave: str | None = None,
+        components: Mapping[str, Decimal] | None = None,
     ) -> dict[str, Any]:
+        """``components``: the parts of ``componentesValor`` (``original``, ``multa``,
+        ``juros``, ``abatimento``, ``desconto``), which must add up to ``amount``; by
+        default the whole Pix is ``original``."""
         valor = format_amount(amount)
+        parts = dict(components) if components is not None else {"original": amount}
+        signs = {"original": 1, "multa": 1, "juros": 1, "abatimento": -1, "desconto": -1}
+        if not parts.keys() <= signs.keys() or "original" not in parts:
+            raise ValueError(f"unknown componentesValor parts: {sorted(parts)}")
+        if sum((signs[name] * value for name, value in parts.items()), Decimal(0)) != amount:
+            raise ValueError("componentesValor must add up to the Pix's amount")
+        shown = {name: {"valor": format_amount(value)} for name, value in parts.items()}
         if txid is not None and not TXID_RE.fullmatch(txid):
             raise ValueError(f"txid must be 1-35 alphanumerics, got {txid!r}")
         if payer_cpf is not None and payer_cnpj is not None:
@@ -143,7 +155,7 @@ class PixLedger:
             if txid is not None:
                 body["txid"] = txid
             body["valor"] = valor
-            body["componentesValor"] = {"original": {"valor": valor}}
+            body["componentesValor"] = shown
             body["chave"] = chave if chave is not None else self._pix_key
             body["horario"] = format_rfc3339(at)
             if info_pagador is not None:

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from sandbox.accounts.state import AccountsState
+from sandbox.accounts.statement import FeeBooking
 from sandbox.automatico import AutomaticoBook
 from sandbox.charges import ChargeBook
 from sandbox.clock import Clock, utcnow
@@ -46,6 +47,8 @@ class SandboxProvider(QrCodeOperations, ScriptedEndpoints):
         seed: int | None = None,
         clock: Clock = utcnow,
         register_default_client: bool = True,
+        pix_received_fee: Decimal | None = None,
+        pix_fee_booking: FeeBooking = "line",
     ) -> None:
         ScriptedEndpoints.__init__(self)
         self.ispb = ispb
@@ -75,6 +78,8 @@ class SandboxProvider(QrCodeOperations, ScriptedEndpoints):
         self.cobr_webhook = WebhookSlot(clock=clock)
         # The accounts (cash-out) API family: its own OAuth and books, over the same ledger.
         self.accounts = AccountsState(ledger=self.ledger, ispb=ispb, clock=clock, seed=seed)
+        # The provider's fee (tarifa) per Pix received: none unless asked for.
+        self.accounts.set_pix_received_fee(pix_received_fee, pix_fee_booking)
         if register_default_client:
             self.register_client(DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, DEFAULT_SCOPES)
 

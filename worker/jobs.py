@@ -22,8 +22,9 @@ from sqlalchemy import Engine
 from reconcile.confirmation import confirm_all
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.logs import get_logger
+from reconcile.matching.context import Judging
 from reconcile.nightly import reconcile_day
-from reconcile.polling.day import Family, Providers, configured, poll_resuming
+from reconcile.polling.day import Family, Providers, configured, poll_resuming, sources_of
 from reconcile.provider.errors import ProviderError
 from reconcile.schedule import leased
 from reconcile.settings import Settings
@@ -130,10 +131,16 @@ class PeriodicJobs:
             with leased(self._engine, "reconcile_today", self.owner, lease=_lease(interval)) as job:
                 if job is None:
                     return False
-                result = reconcile_day(self._engine, utcnow().astimezone(BUSINESS_TZ).date())
+                result = reconcile_day(
+                    self._engine,
+                    utcnow().astimezone(BUSINESS_TZ).date(),
+                    judging=Judging.from_settings(self._settings),
+                    sources=sources_of(self.providers, self._settings),
+                )
                 log.info(
                     "reconciled_today",
                     run_id=result.run_id,
+                    verdict=result.verdict.value,
                     exceptions=len(result.report["exceptions"]),
                 )
                 return True

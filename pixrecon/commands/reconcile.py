@@ -17,12 +17,16 @@ from pixrecon.bootstrap import StartupError, open_database, setup_logging
 from pixrecon.commands.common import OutputFormat, console, err, fail
 from pixrecon.report import ExportFormat, export_exceptions, print_report
 from reconcile.db import UNAVAILABLE_ERRORS
+from reconcile.logs import get_logger
+from reconcile.matching.context import Judging
 from reconcile.nightly import MATCHERS, reconcile_day
-from reconcile.polling.day import fetch_day
+from reconcile.polling.day import Fetched, fetch_day, sources_of
 from reconcile.processing import process_items
 from reconcile.provider.errors import ProviderError
 from reconcile.provider.factory import provider_clients
 from reconcile.settings import get_settings
+
+log = get_logger(__name__)
 
 # What stops a run from giving an answer: exit code 2, never a half-true report.
 RUN_ERRORS: tuple[type[Exception], ...] = (StartupError, ProviderError, *UNAVAILABLE_ERRORS)
@@ -39,10 +43,11 @@ def reconcile_command(
     ] = None,
     poll: Annotated[bool, typer.Option(help="fetch the day from the provider first")] = True,
 ) -> None:
-    """Reconcile a whole business day (exit code 0 reconciled, 1 exceptions remain).
+    """Reconcile a whole business day and give its verdict.
 
-    Fetches the day from the provider first (unless --no-poll). Exit code 2: the
-    reconciliation could not run."""
+    Fetches the day from the provider first (unless --no-poll). Exit code 0 reconciled;
+    1 breaks (exceptions remain) or reconciled with pending items; 2 incomplete (a source
+    could not be read) or the reconciliation could not run."""
     settings = get_settings()
     setup_logging(settings)
     try:
@@ -55,10 +60,11 @@ def reconcile_command(
         columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
         transient = output is OutputFormat.json
         with Progress(*columns, console=err, transient=transient) as progress:
+            fetched: Fetched | None = None
             if poll:
                 task = progress.add_task("fetching the day", total=None)
                 # Processed right here, page by page: idempotent with workers doing the same.
-                fetch_day(
+                fetched = fetch_day(
                     engine,
                     providers,
                     business_day,
@@ -74,10 +80,20 @@ def reconcile_command(
                 on_step=lambda name: progress.update(
                     task, description=f"matching {name}", advance=1
                 ),
+                judging=Judging.from_settings(settings),
+                sources=sources_of(providers, settings, fetched),
             )
     except RUN_ERRORS as exc:
         raise fail(
             f"the reconciliation could not run: {type(exc).__name__}: {escape(str(exc))}"
+        ) from None
+    except Exception as exc:
+        # Never a traceback, and never exit 1 (which means "exceptions remain"): say what
+        # broke, in one line, and where the details went.
+        log.exception("reconcile_crashed")
+        raise fail(
+            f"the reconciliation stopped on an unexpected error ({type(exc).__name__}: "
+            f"{escape(str(exc))}); nothing was concluded — the details are in the log"
         ) from None
     finally:
         providers.close()

@@ -9,7 +9,13 @@ import typer
 
 from pixrecon.bootstrap import setup_logging
 from pixrecon.commands.common import database_or_exit, err, fail
-from reconcile.settings import get_settings
+from reconcile.settings import Settings, get_settings
+
+
+def warn_about_confirmation(settings: Settings) -> None:
+    if not settings.confirmation_ok:
+        what = settings.confirmation
+        err.print(f"[bold yellow]WARNING: confirmation by the provider's API is {what}[/]")
 
 
 def serve(
@@ -46,6 +52,7 @@ def serve(
             "(PIXRECON_INSECURE_NO_AUTH=1); anyone who can reach this port can inject "
             "notifications. Never run like this in production.[/]"
         )
+    warn_about_confirmation(settings)
     engine = database_or_exit(settings, auto_upgrade=True)
     with Node(settings, engine) as node:
         uvicorn.run(
@@ -72,6 +79,7 @@ def worker(
             "PIXRECON_BROKER_URL is not set; in single-node mode `pixrecon serve` runs the "
             "workers itself"
         )
+    warn_about_confirmation(settings)
     database_or_exit(settings, auto_upgrade=False).dispose()
     from dramatiq.cli import main as dramatiq_main
     from dramatiq.cli import make_argument_parser

@@ -23,15 +23,28 @@ def routes(ctx: ReceiverContext) -> list[BaseRoute]:
         with session_scope(ctx.engine) as session:
             oldest = oldest_pending_received_at(session)
         lag = (utcnow() - as_utc(oldest)).total_seconds() if oldest is not None else 0.0
+        body: dict[str, object] = {
+            "status": "ok",
+            "database": "ok",
+            "oldest_pending_seconds": lag,
+            "confirmation": ctx.settings.confirmation,
+        }
         if lag > max_lag.total_seconds():
-            return 503, {"status": "lagging", "database": "ok", "oldest_pending_seconds": lag}
-        return 200, {"status": "ok", "database": "ok", "oldest_pending_seconds": lag}
+            return 503, {**body, "status": "lagging"}
+        return 200, body
 
     async def healthz(_request: Request) -> Response:
         try:
             status, body = await anyio.to_thread.run_sync(check)
         except UNAVAILABLE_ERRORS as exc:
-            status, body = 503, {"status": "unavailable", "database": type(exc).__name__}
+            status, body = (
+                503,
+                {
+                    "status": "unavailable",
+                    "database": type(exc).__name__,
+                    "confirmation": ctx.settings.confirmation,
+                },
+            )
         return JSONResponse(body, status_code=status)
 
     document = build_openapi(ctx.settings.webhook_secret_header)

@@ -7,6 +7,7 @@ from datetime import date
 from sqlmodel import Session
 
 from reconcile.handlers.common import PermanentItemError, parse_payload, upsert_latest, validate
+from reconcile.inbox import dump_json
 from reconcile.models import ExpectedPayment, InboxItem
 from reconcile.money import to_cents
 from reconcile.payloads.charges import CHARGE_KINDS, Charge, Invoice
@@ -45,6 +46,13 @@ def _date(raw: str | None) -> date | None:
         return None
 
 
+def _terms_json(kind: str, charge: Charge) -> str | None:
+    """A due-date charge's fine, interest, abatement and discount, as received (JSON): what
+    it costs on the day it is paid is worked out when that day is reconciled."""
+    terms = charge.valor.terms() if kind == "cobv" else None
+    return dump_json(terms) if terms is not None else None
+
+
 def handle_charge(session: Session, item: InboxItem) -> None:
     payload = parse_payload(item)
     kind = payload.get("kind") if isinstance(payload, dict) else None
@@ -68,6 +76,7 @@ def handle_charge(session: Session, item: InboxItem) -> None:
             "expires_at": charge.expires_at(),
             "due_date": charge.due_date(),
             "payable_until": charge.payable_until(),
+            "terms": _terms_json(kind, charge),
             "rank": charge.revisao * 10 + STATUS_RANK.get(charge.status, 5),
             "inbox_item_id": item.id,
         },

@@ -42,6 +42,7 @@ def handle_pix(session: Session, item: InboxItem) -> None:
             "info_pagador": pix.infoPagador,
             "payer_document": document,
             "payer_name": payer.nome if payer else None,
+            "components": pix.components_json(),
             "inbox_item_id": item.id,
             "created_at": now,
             # Listed by the provider's API: that is the confirmation. Notified only: to be
@@ -88,5 +89,19 @@ def handle_pix_refund(session: Session, item: InboxItem) -> None:
             "settled_at": parse_timestamp(times.liquidacao) if times else None,
             "rank": REFUND_RANK.get(refund.status, 0),
             "inbox_item_id": item.id,
+            **refund_confirmation(item, to_cents(refund.valor)),
         },
     )
+
+
+def refund_confirmation(item: InboxItem, amount_cents: int) -> dict[str, object]:
+    """Listed by the API (polling ``GET /pix``): confirmed as it stands. Notified only: the
+    refund's money counts once ``GET /pix/{e2eid}`` shows it."""
+    now = utcnow()
+    polled = item.source == Source.POLL.value
+    return {
+        "confirmation": Confirmation.CONFIRMED.value if polled else Confirmation.PENDING.value,
+        "confirmed_amount_cents": amount_cents if polled else None,
+        "confirmed_at": now if polled else None,
+        "next_check_at": None if polled else now,
+    }

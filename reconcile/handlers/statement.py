@@ -30,6 +30,7 @@ def handle_statement(session: Session, item: InboxItem) -> None:
             "txid": line.txId,
             "infraction_id": line.infractionId,
             "booked_at": parse_timestamp(line.createdAt),
+            "fee_cents": to_cents(line.feeAmount) if line.feeAmount is not None else None,
             "inbox_item_id": item.id,
         },
     )

@@ -9,9 +9,9 @@ from sqlmodel import Session
 from reconcile.db import table_of
 from reconcile.matching.context import RunContext
 from reconcile.matching.verdicts import Verdict, insert_verdicts
-from reconcile.models import ExpectedPayment, PixReceived, PixRefund
+from reconcile.models import Confirmation, ExpectedPayment, PixReceived, PixRefund
 
-COUNTED = ("confirmed", "not_required")
+COUNTED = Confirmation.counted()
 
 
 def match_charges(session: Session, ctx: RunContext) -> None:
@@ -56,10 +56,14 @@ def match_charges(session: Session, ctx: RunContext) -> None:
     gone = or_(
         expected.c.status.like("REMOVID%"),
         expected.c.status.in_(("EXPIRADA", "REJEITADA", "CANCELADA")),
-        and_(expected.c.kind == "cob", expected.c.expires_at < ctx.now),
+        # Judged as of the day's end: re-running a past day never expires it later.
+        and_(expected.c.kind == "cob", expected.c.expires_at < ctx.as_of),
         and_(expected.c.kind == "cobv", expected.c.payable_until < ctx.today),
     )
     paid_cents = func.coalesce(paid.c.cents, 0)
+    # A due-date charge owes its terms (fine, interest, abatement, discount) as of the day
+    # it was paid.
+    due_cents = func.coalesce(expected.c.amount_due_cents, expected.c.amount_cents)
     refunded_cents = func.coalesce(refunded.c.cents, 0)
     invoice = expected.c.kind == "invoice"
     verdicts: list[Verdict] = [
@@ -83,8 +87,8 @@ def match_charges(session: Session, ctx: RunContext) -> None:
         # overpayment), so it outranks how the charge was paid.
         (refunded_cents > 0, "partially_refunded", False, "paid, then partly refunded"),
         (paid.c.n > 1, "paid_twice", True, "more than one Pix paid this charge"),
-        (paid_cents < expected.c.amount_cents, "underpaid", True, "paid less than charged"),
-        (paid_cents > expected.c.amount_cents, "overpaid", True, "paid more than charged"),
+        (paid_cents < due_cents, "underpaid", True, "paid less than was due"),
+        (paid_cents > due_cents, "overpaid", True, "paid more than was due"),
     ]
     insert_verdicts(
         session,
@@ -95,7 +99,7 @@ def match_charges(session: Session, ctx: RunContext) -> None:
         verdicts,
         "paid exactly, confirmed by the API",
         default_status="paid",
-        expected=expected.c.amount_cents,
+        expected=due_cents,
         actual=paid.c.cents,
         source=literal("poll", String),
         inbox_item_id=func.coalesce(paid.c.item, expected.c.inbox_item_id),

@@ -1,14 +1,16 @@
-"""What every matcher needs to know about the run."""
+"""What every matcher needs to know about the run: the day, the instant it is judged at,
+the rules that depend on configuration, and the provider's statement categories."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date, datetime
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 
 from sqlalchemy import ColumnElement, Subquery, and_, func, or_, select
 
 from reconcile.db import table_of
 from reconcile.models import StatementEntry
+from reconcile.settings import Settings
 from reconcile.timeutil import BUSINESS_TZ, business_day_bounds
 
 # Statement categories as the provider names them (the sandbox's names; a deployment whose
@@ -18,6 +20,33 @@ REFUND_SENT = ("PIX_REFUND_SENT",)
 PAYOUT = ("PIX_PAYMENT",)
 PAYOUT_REFUND = ("PIX_PAYMENT_REFUND",)
 INFRACTION_DEBIT = ("INFRACTION_DEBIT",)
+# The provider's own fees (tarifas): recognised, never matched to a movement.
+FEE = ("PIX_RECEIVED_FEE", "FEE", "TARIFA")
+KNOWN = RECEIVED + REFUND_SENT + PAYOUT + PAYOUT_REFUND + INFRACTION_DEBIT + FEE
+# Refund natures of a MED return (the BCB's natureza): money the MED took back, kept
+# apart from the merchant's own refunds.
+MED_NATURES = ("MED_OPERACIONAL", "MED_FRAUDE", "MED_PIX_AUTOMATICO")
+
+
+@dataclass(frozen=True)
+class Judging:
+    """The configurable rules a day is judged by."""
+
+    grace: timedelta = timedelta(seconds=900)
+    """A notified movement the API does not know yet is pending this long, then a break."""
+    date_lag: timedelta = timedelta(seconds=300)
+    """How long after midnight a statement line may be booked for the day before."""
+    refund_days: int = 90
+    refund_warning_days: int = 10
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Judging:
+        return cls(
+            grace=timedelta(seconds=settings.confirm_grace_seconds),
+            date_lag=timedelta(seconds=settings.reconcile_date_lag_seconds),
+            refund_days=settings.refund_deadline_days,
+            refund_warning_days=settings.refund_warning_days,
+        )
 
 
 @dataclass(frozen=True)
@@ -30,18 +59,58 @@ class RunContext:
     statement_known: bool
     """Whether the day has statement lines at all; without them only notifications and
     API look-ups can agree."""
+    judging: Judging = field(default_factory=Judging)
 
     @classmethod
-    def for_day(cls, run_id: int, day: date, now: datetime, statement_known: bool) -> RunContext:
+    def for_day(
+        cls,
+        run_id: int,
+        day: date,
+        now: datetime,
+        statement_known: bool,
+        judging: Judging | None = None,
+    ) -> RunContext:
         start, end = business_day_bounds(day)
-        return cls(run_id, day, start, end, now, statement_known)
+        return cls(run_id, day, start, end, now, statement_known, judging or Judging())
+
+    @property
+    def as_of(self) -> datetime:
+        """The instant the day is judged at: its end, or now if it is not over. Expiry,
+        due dates and grace periods are evaluated here, so a past day re-run weeks later
+        gives the same answer."""
+        return min(self.now, self.end)
 
     @property
     def today(self) -> date:
-        return self.now.astimezone(BUSINESS_TZ).date()
+        return self.as_of.astimezone(BUSINESS_TZ).date()
+
+    @property
+    def statement_end(self) -> datetime:
+        """Statement lines for the day's movements may be booked up to here."""
+        return self.end + self.judging.date_lag
+
+    @property
+    def statement_settled(self) -> bool:
+        """Past the date lag: a movement of the day still not booked never will be."""
+        return self.now >= self.statement_end
+
+    @property
+    def confirmed_by(self) -> datetime:
+        """Notified before this instant and still unconfirmed: past the grace period."""
+        return self.as_of - self.judging.grace
+
+    @property
+    def refund_by(self) -> date:
+        """The last day money received on this day can be refunded."""
+        return self.day + timedelta(days=self.judging.refund_days)
 
     def within(self, column: ColumnElement[datetime]) -> ColumnElement[bool]:
         return and_(column >= self.start, column < self.end)
+
+    def before(self, column: ColumnElement[datetime]) -> ColumnElement[bool]:
+        """In the date lag before the day: a movement of the day before that may have been
+        booked today."""
+        return and_(column >= self.start - self.judging.date_lag, column < self.start)
 
 
 def in_categories(column: ColumnElement[str | None], names: tuple[str, ...]) -> ColumnElement[bool]:
@@ -56,21 +125,25 @@ def statement_lines(
     *extra: ColumnElement[bool],
     label: str = "key",
 ) -> Subquery:
-    """The day's statement lines of one side and kind, summed per ``key`` column:
-    (``label``, ``sid`` — the first line, for the record — and ``cents``)."""
+    """The statement lines of one side and kind booked from the day's start up to the
+    date lag after its end, summed per ``key`` column: (``label``, ``sid`` — the first
+    line, for the record —, ``cents`` — before any netted fee — and ``booked``, the first
+    booking instant: after the day's end means carried out to the next day)."""
     S = table_of(StatementEntry)
     column = S.c[key]
     return (
         select(
             column.label(label),
             func.min(S.c.id).label("sid"),
-            func.sum(S.c.amount_cents).label("cents"),
+            func.sum(S.c.amount_cents + func.coalesce(S.c.fee_cents, 0)).label("cents"),
+            func.min(S.c.booked_at).label("booked"),
         )
         .where(
             S.c.type == side,
             in_categories(S.c.category, categories),
             column.is_not(None),
-            ctx.within(S.c.booked_at),
+            S.c.booked_at >= ctx.start,
+            S.c.booked_at < ctx.statement_end,
             *extra,
         )
         .group_by(column)

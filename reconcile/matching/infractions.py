@@ -11,6 +11,8 @@ from reconcile.matching.context import INFRACTION_DEBIT, RunContext, statement_l
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import Infraction
 
+OPEN_STATES = ("OPEN", "ACKNOWLEDGED")
+
 
 def match_infractions(session: Session, ctx: RunContext) -> None:
     case_table = table_of(Infraction)
@@ -25,7 +27,7 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
                 ctx.within(
                     func.coalesce(case_table.c.provider_updated_at, case_table.c.updated_at)
                 ),
-                case_table.c.status.in_(("OPEN", "ACKNOWLEDGED")),
+                case_table.c.status.in_(OPEN_STATES),
                 case_table.c.infraction_id.in_(debited_today),
             )
         )
@@ -41,7 +43,7 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
             "an infraction debit in the statement with no case known",
         ),
         (
-            cases.c.status.in_(("OPEN", "ACKNOWLEDGED")),
+            cases.c.status.in_(OPEN_STATES),
             "open_case",
             True,
             "an open MED case: the amount is at risk",
@@ -74,3 +76,23 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
         inbox_item_id=cases.c.inbox_item_id,
         statement_id=s.c.sid,
     )
+
+
+def med_exposure(session: Session, ctx: RunContext) -> dict[str, int]:
+    """MED money at the end of the day: at risk in open cases, and debited by the cases
+    closed that day (the provider's word)."""
+    cases = table_of(Infraction)
+    at_risk, open_cases = session.execute(
+        select(func.sum(cases.c.amount_cents), func.count()).where(cases.c.status.in_(OPEN_STATES))
+    ).one()
+    debited = session.execute(
+        select(func.sum(cases.c.debited_cents)).where(
+            ctx.within(func.coalesce(cases.c.provider_updated_at, cases.c.updated_at)),
+            cases.c.status.not_in(OPEN_STATES),
+        )
+    ).scalar_one()
+    return {
+        "open_cases": int(open_cases or 0),
+        "at_risk_cents": int(at_risk or 0),
+        "debited_cents": int(debited or 0),
+    }

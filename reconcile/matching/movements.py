@@ -1,30 +1,27 @@
 """Movements: each Pix received and each refund sent, matched by key across what was
-notified, what the API confirmed and what the statement booked."""
+notified, what the API confirmed and what the statement booked. A movement of the day
+booked a little after midnight is matched across the two days (carried out; the next day
+sees its line carried in), never a break."""
 
 from __future__ import annotations
 
-from sqlalchemy import (
-    ColumnElement,
-    String,
-    and_,
-    case,
-    false,
-    func,
-    literal,
-    select,
-    true,
-)
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, String, and_, case, func, literal, null, or_, select
+from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
 from reconcile.db import table_of
 from reconcile.matching.context import (
+    MED_NATURES,
     RECEIVED,
     REFUND_SENT,
     RunContext,
     statement_lines,
 )
 from reconcile.matching.verdicts import Verdict, insert_verdicts
-from reconcile.models import InboxItem, PixReceived, PixRefund, StatementEntry
+from reconcile.models import Confirmation, InboxItem, PixReceived, PixRefund, StatementEntry
 
 
 def _source(webhooks: ColumnElement[int], polls: ColumnElement[int]) -> ColumnElement[str]:
@@ -36,6 +33,23 @@ def _source(webhooks: ColumnElement[int], polls: ColumnElement[int]) -> ColumnEl
     )
 
 
+def carried(
+    ours: ColumnElement[Any], booked: ColumnElement[Any], ctx: RunContext
+) -> ColumnElement[str]:
+    """``in``: a line booked today for a movement of the day before; ``out``: a movement
+    of the day booked after midnight."""
+    return case(
+        (ours.is_(None), literal("in", String)),
+        (booked >= ctx.end, literal("out", String)),
+        else_=null(),
+    )
+
+
+def pix_time(P: FromClause) -> ColumnElement[datetime]:
+    """When a Pix received happened: its ``horario``, else when it was first stored."""
+    return func.coalesce(P.c.horario, P.c.created_at)
+
+
 def match_received(session: Session, ctx: RunContext) -> None:
     P, inbox = table_of(PixReceived), table_of(InboxItem)
     p = (
@@ -45,11 +59,13 @@ def match_received(session: Session, ctx: RunContext) -> None:
             P.c.confirmation,
             P.c.confirmed_amount_cents,
             P.c.inbox_item_id,
+            P.c.created_at,
         )
-        .where(ctx.within(func.coalesce(P.c.horario, P.c.created_at)))
+        .where(ctx.within(pix_time(P)))
         .subquery("p")
     )
     s = statement_lines(ctx, "end_to_end_id", "CREDIT", RECEIVED, label="e2e")
+    earlier = select(P.c.end_to_end_id.label("e2e")).where(ctx.before(pix_time(P))).subquery()
     R = table_of(PixRefund)
     refunded = (
         select(R.c.end_to_end_id.label("e2e"), func.sum(R.c.amount_cents).label("cents"))
@@ -60,14 +76,22 @@ def match_received(session: Session, ctx: RunContext) -> None:
     ref = func.coalesce(p.c.e2e, s.c.e2e)
     joined = (
         p.join(s, p.c.e2e == s.c.e2e, full=True)
+        .outerjoin(earlier, earlier.c.e2e == s.c.e2e)
         .outerjoin(refunded, refunded.c.e2e == p.c.e2e)
         .outerjoin(inbox, inbox.c.key == literal("pix:", String) + ref)
     )
     webhooks = func.coalesce(inbox.c.webhook_count, 0)
     polls = func.coalesce(inbox.c.poll_count, 0)
-    statement_differs = and_(s.c.e2e.is_not(None), s.c.cents != p.c.amount_cents)
-    not_booked = and_(true() if ctx.statement_known else false(), s.c.e2e.is_(None))
+    booked = s.c.e2e.is_not(None)
+    pending = p.c.confirmation == Confirmation.PENDING.value
+    refunded_cents = func.coalesce(refunded.c.cents, 0)
     verdicts: list[Verdict] = [
+        (
+            and_(p.c.e2e.is_(None), earlier.c.e2e.is_not(None)),
+            "matched",
+            False,
+            "received the day before and booked today (carried in)",
+        ),
         (
             p.c.e2e.is_(None),
             "missing_webhook",
@@ -75,31 +99,42 @@ def match_received(session: Session, ctx: RunContext) -> None:
             "booked in the statement, but neither notified nor found by polling",
         ),
         (
-            p.c.confirmation == "unconfirmed_webhook",
+            p.c.confirmation == Confirmation.UNCONFIRMED_WEBHOOK.value,
             "unconfirmed_webhook",
             True,
             "notified, but the API does not know it (possible forgery)",
         ),
         (
-            p.c.confirmation == "amount_mismatch",
+            p.c.confirmation == Confirmation.AMOUNT_MISMATCH.value,
             "amount_mismatch",
             True,
             "the API states another amount than the notification",
         ),
-        (statement_differs, "amount_mismatch", True, "the statement booked another amount"),
         (
-            refunded.c.cents > p.c.amount_cents,
+            and_(booked, s.c.cents != p.c.amount_cents),
+            "amount_mismatch",
+            True,
+            "the statement booked another amount",
+        ),
+        (
+            refunded_cents > p.c.amount_cents,
             "amount_mismatch",
             True,
             "refunds settled exceed the Pix they refund",
         ),
         (
-            p.c.confirmation == "pending",
+            and_(pending, p.c.created_at < ctx.confirmed_by),
+            "unconfirmed_webhook",
+            True,
+            "not confirmed by the API within the grace period",
+        ),
+        (
+            pending,
             "pending",
             False,
             "waiting for the API to confirm it (inside the grace period)",
         ),
-        (not_booked, "pending", False, "not in the statement yet"),
+        *booking_verdicts(ctx, booked, "received"),
         (
             webhooks == 0,
             "missing_webhook",
@@ -120,30 +155,78 @@ def match_received(session: Session, ctx: RunContext) -> None:
         source=_source(webhooks, polls),
         inbox_item_id=func.coalesce(p.c.inbox_item_id, inbox.c.id),
         statement_id=s.c.sid,
+        where=or_(p.c.e2e.is_not(None), s.c.booked < ctx.end),
+        carried=carried(p.c.e2e, s.c.booked, ctx),
+        net=case(
+            (p.c.e2e.is_(None), null()),
+            (refunded_cents >= p.c.amount_cents, 0),
+            else_=p.c.amount_cents - refunded_cents,
+        ),
     )
 
 
+def booking_verdicts(ctx: RunContext, booked: ColumnElement[bool], what: str) -> list[Verdict]:
+    """A movement the statement should book: pending until the date lag after the day is
+    over, then a break. Without a statement for the day nothing can be said here (the day
+    is then ``incomplete``)."""
+    if not ctx.statement_known:
+        return []
+    if not ctx.statement_settled:
+        return [(~booked, "pending", False, "not in the statement yet")]
+    return [
+        (
+            ~booked,
+            "status_mismatch",
+            True,
+            f"{what} according to the provider, but the statement never booked it",
+        )
+    ]
+
+
+def refund_ref(R: FromClause) -> ColumnElement[str]:
+    """A refund's key: its ``rtrId``, else the refunded Pix and the merchant's id."""
+    return func.coalesce(R.c.rtr_id, R.c.end_to_end_id + literal(":", String) + R.c.refund_id)
+
+
+def refund_time(R: FromClause) -> ColumnElement[datetime]:
+    return func.coalesce(R.c.settled_at, R.c.requested_at, R.c.updated_at)
+
+
 def match_refunds(session: Session, ctx: RunContext) -> None:
-    R, S = table_of(PixRefund), table_of(StatementEntry)
+    R, S, inbox = table_of(PixRefund), table_of(StatementEntry), table_of(InboxItem)
     r = (
         select(
-            func.coalesce(
-                R.c.rtr_id, R.c.end_to_end_id + literal(":", String) + R.c.refund_id
-            ).label("ref"),
+            refund_ref(R).label("ref"),
             R.c.rtr_id,
             R.c.amount_cents,
             R.c.status,
+            R.c.natureza,
             R.c.inbox_item_id,
         )
-        .where(ctx.within(func.coalesce(R.c.settled_at, R.c.requested_at, R.c.updated_at)))
+        .where(ctx.within(refund_time(R)))
         .subquery("r")
     )
     s = statement_lines(
         ctx, "end_to_end_id", "DEBIT", REFUND_SENT, S.c.end_to_end_id.like("D%"), label="rtr"
     )
+    earlier = select(R.c.rtr_id.label("rtr")).where(ctx.before(refund_time(R))).subquery()
     ref = func.coalesce(r.c.ref, s.c.rtr)
-    joined = r.join(s, r.c.rtr_id == s.c.rtr, full=True)
+    joined = (
+        r.join(s, r.c.rtr_id == s.c.rtr, full=True)
+        .outerjoin(earlier, earlier.c.rtr == s.c.rtr)
+        .outerjoin(inbox, inbox.c.id == r.c.inbox_item_id)
+    )
+    webhooks = func.coalesce(inbox.c.webhook_count, 0)
+    polls = func.coalesce(inbox.c.poll_count, 0)
+    booked = s.c.rtr.is_not(None)
+    med = r.c.natureza.in_(MED_NATURES)
     verdicts: list[Verdict] = [
+        (
+            and_(r.c.ref.is_(None), earlier.c.rtr.is_not(None)),
+            "matched",
+            False,
+            "refunded the day before and booked today (carried in)",
+        ),
         (
             r.c.ref.is_(None),
             "missing_webhook",
@@ -151,28 +234,38 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             "a refund booked in the statement that was never notified nor polled",
         ),
         (
-            and_(s.c.rtr.is_not(None), s.c.cents != r.c.amount_cents),
+            and_(booked, s.c.cents != r.c.amount_cents),
             "amount_mismatch",
             True,
             "the statement booked another refund amount",
         ),
-        (r.c.status == "EM_PROCESSAMENTO", "pending", False, "refund still being processed"),
         (
-            and_(
-                r.c.status == "DEVOLVIDO",
-                s.c.rtr.is_(None),
-                true() if ctx.statement_known else false(),
-            ),
-            "pending",
-            False,
-            "refunded, not in the statement yet",
-        ),
-        (
-            and_(r.c.status == "NAO_REALIZADO", s.c.rtr.is_not(None)),
+            and_(r.c.status == "NAO_REALIZADO", booked),
             "status_mismatch",
             True,
             "notified as not made, but the statement booked it",
         ),
+        (
+            r.c.status == "NAO_REALIZADO",
+            "matched",
+            False,
+            "refused by the provider (NAO_REALIZADO): no money moved",
+        ),
+        (r.c.status == "EM_PROCESSAMENTO", "pending", False, "refund still being processed"),
+        *booking_verdicts(ctx, booked, "refunded"),
+        (
+            and_(webhooks == 0, med),
+            "missing_webhook",
+            False,
+            "a MED return found by polling only: no webhook came",
+        ),
+        (
+            webhooks == 0,
+            "missing_webhook",
+            False,
+            "a refund found by polling only: no webhook came",
+        ),
+        (med, "matched", False, "a MED return, notified and booked"),
     ]
     insert_verdicts(
         session,
@@ -184,7 +277,9 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         "refund notified and booked",
         expected=s.c.cents,
         actual=r.c.amount_cents,
-        source=literal("webhook", String),
+        source=_source(webhooks, polls),
         inbox_item_id=r.c.inbox_item_id,
         statement_id=s.c.sid,
+        where=or_(r.c.ref.is_not(None), s.c.booked < ctx.end),
+        carried=carried(r.c.ref, s.c.booked, ctx),
     )

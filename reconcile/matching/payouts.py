@@ -1,48 +1,86 @@
 """Cash-outs of the day by idempotency key: what was notified or polled against what the
-provider confirmed and the statement debited."""
+provider confirmed — by status and amount — and what the statement debited. Only a payout
+the provider stands behind is money out; a forged or unconfirmed one is an exception."""
 
 from __future__ import annotations
 
-from sqlalchemy import String, and_, false, func, literal, or_, select, true
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, String, and_, func, literal, or_, select
+from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
 from reconcile.db import table_of
 from reconcile.matching.context import PAYOUT, RunContext, statement_lines
+from reconcile.matching.movements import booking_verdicts, carried
 from reconcile.matching.verdicts import Verdict, insert_verdicts
-from reconcile.models import AccountMovement
+from reconcile.models import AccountMovement, Confirmation
+
+NOT_PAID = ("REJECTED", "CANCELED")
+RETURNED = ("REFUNDED", "PARTIALLY_REFUNDED")
+PAID_OUT = ("LIQUIDATED", *RETURNED)
 
 
-def match_payouts(session: Session, ctx: RunContext) -> None:
+def payout_key(M: FromClause) -> ColumnElement[str]:
+    return func.coalesce(M.c.idempotency_key, M.c.reference)
+
+
+def payout_time(M: FromClause) -> ColumnElement[datetime]:
+    return func.coalesce(M.c.provider_created_at, M.c.updated_at)
+
+
+def is_payout(M: FromClause) -> ColumnElement[bool]:
+    return or_(
+        M.c.type.in_(("TRANSFER", "CASHOUT")),
+        # A REFUND of a payout carries its idempotency key (one of a Pix received does
+        # not): it is the payout's latest state.
+        and_(M.c.type == "REFUND", M.c.idempotency_key.is_not(None)),
+    )
+
+
+def latest_payouts(ctx: RunContext) -> FromClause:
+    """The day's payouts, each in its latest known state (the notifications of one payout
+    share its key)."""
     M = table_of(AccountMovement)
-    key = func.coalesce(M.c.idempotency_key, M.c.reference)
-    # TRANSFER, CASHOUT and REFUND notifications of one payout share its key; the latest
-    # fact wins.
+    key = payout_key(M)
     ranked = (
         select(
             key.label("key"),
             M.c.status,
             M.c.amount_cents,
+            M.c.refunded_cents,
             M.c.confirmation,
             M.c.inbox_item_id,
+            M.c.updated_at,
             func.row_number().over(partition_by=key, order_by=M.c.rank.desc()).label("nth"),
         )
-        .where(
-            or_(
-                M.c.type.in_(("TRANSFER", "CASHOUT")),
-                # A REFUND of a payout carries its idempotency key (one of a Pix received
-                # does not): it is the payout's latest state.
-                and_(M.c.type == "REFUND", M.c.idempotency_key.is_not(None)),
-            ),
-            ctx.within(func.coalesce(M.c.provider_created_at, M.c.updated_at)),
-        )
+        .where(is_payout(M), ctx.within(payout_time(M)))
         .subquery("ranked")
     )
-    m = select(ranked).where(ranked.c.nth == 1).subquery("m")
+    return select(ranked).where(ranked.c.nth == 1).subquery("m")
+
+
+def match_payouts(session: Session, ctx: RunContext) -> None:
+    M = table_of(AccountMovement)
+    m = latest_payouts(ctx)
     s = statement_lines(ctx, "idempotency_key", "DEBIT", PAYOUT)
-    joined = m.join(s, m.c.key == s.c.key, full=True)
+    earlier = (
+        select(payout_key(M).label("key"))
+        .where(is_payout(M), ctx.before(payout_time(M)))
+        .distinct()
+        .subquery()
+    )
+    joined = m.join(s, m.c.key == s.c.key, full=True).outerjoin(earlier, earlier.c.key == s.c.key)
     booked = s.c.key.is_not(None)
-    statement = true() if ctx.statement_known else false()
+    pending = m.c.confirmation == Confirmation.PENDING.value
+    moves_money = m.c.status.in_(PAID_OUT)
     verdicts: list[Verdict] = [
+        (
+            and_(m.c.key.is_(None), earlier.c.key.is_not(None)),
+            "settled",
+            False,
+            "paid out the day before and debited today (carried in)",
+        ),
         (
             m.c.key.is_(None),
             "missing_webhook",
@@ -50,29 +88,47 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
             "debited in the statement, but no payout was notified or polled",
         ),
         (
-            m.c.confirmation == "unconfirmed_webhook",
+            m.c.confirmation == Confirmation.UNCONFIRMED_WEBHOOK.value,
             "unknown_to_provider",
             True,
-            "notified, but the provider does not know this payout",
+            "notified, but the provider does not know this payout: do not count it",
         ),
         (
-            m.c.confirmation == "amount_mismatch",
+            m.c.confirmation == Confirmation.UNVERIFIABLE.value,
+            "unknown_to_provider",
+            True,
+            "notified without an idempotencyKey or endToEndId: the provider cannot be asked",
+        ),
+        (
+            m.c.confirmation == Confirmation.AMOUNT_MISMATCH.value,
             "amount_mismatch",
             True,
             "the provider states another amount than the notification",
         ),
         (
-            and_(m.c.status.in_(("REJECTED", "CANCELED")), booked),
+            m.c.confirmation == Confirmation.STATUS_MISMATCH.value,
+            "status_mismatch",
+            True,
+            "the provider states another outcome than the notification",
+        ),
+        (
+            and_(m.c.status.in_(NOT_PAID), booked),
             "status_mismatch",
             True,
             "notified as not paid, but the statement debited it",
         ),
-        (m.c.status.in_(("REJECTED", "CANCELED")), "rejected", False, "not paid out"),
+        (m.c.status.in_(NOT_PAID), "rejected", False, "not paid out"),
         (
-            m.c.status.in_(("REFUNDED", "PARTIALLY_REFUNDED")),
-            "refunded",
+            and_(pending, m.c.updated_at < ctx.confirmed_by),
+            "unknown_to_provider",
+            True,
+            "not confirmed by the provider within the grace period: do not count it",
+        ),
+        (
+            and_(pending, moves_money),
+            "pending",
             False,
-            "paid out, then returned",
+            "waiting for the provider to confirm it (inside the grace period)",
         ),
         (m.c.status == "PROCESSING", "pending", False, "still processing"),
         (
@@ -81,7 +137,8 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
             True,
             "the statement debited another amount",
         ),
-        (and_(statement, s.c.key.is_(None)), "pending", False, "settled, not in the statement yet"),
+        *booking_verdicts(ctx, booked, "paid out"),
+        (m.c.status.in_(RETURNED), "refunded", False, "paid out, then returned"),
     ]
     insert_verdicts(
         session,
@@ -97,4 +154,6 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         source=literal("webhook", String),
         inbox_item_id=m.c.inbox_item_id,
         statement_id=s.c.sid,
+        where=or_(m.c.key.is_not(None), s.c.booked < ctx.end),
+        carried=carried(m.c.key, s.c.booked, ctx),
     )

@@ -1,4 +1,4 @@
-"""Day totals per source, and the balance drift from the provider's statement."""
+"""The balance drift: what the provider's statement says against its own balances."""
 
 from __future__ import annotations
 
@@ -13,64 +13,13 @@ from sqlmodel import Session
 from reconcile.db import table_of
 from reconcile.matching.context import RunContext
 from reconcile.models import (
-    AccountMovement,
     BalanceSnapshot,
-    InboxItem,
-    PixReceived,
-    PixRefund,
     StatementEntry,
 )
 
 
 def _cents(value: Any) -> int:
     return int(value or 0)
-
-
-def day_totals(session: Session, ctx: RunContext) -> dict[str, Any]:
-    """Credits, debits and refunds in centavos as each source tells them: webhooks, polling
-    (the API), and the statement."""
-    P, R, M, S = (table_of(m) for m in (PixReceived, PixRefund, AccountMovement, StatementEntry))
-    inbox = table_of(InboxItem)
-    counted = P.c.confirmation.in_(("confirmed", "not_required"))
-    credits = session.execute(
-        select(
-            func.sum(case((inbox.c.webhook_count > 0, P.c.amount_cents), else_=0)),
-            func.sum(case((inbox.c.poll_count > 0, P.c.amount_cents), else_=0)),
-        )
-        .select_from(P.join(inbox, inbox.c.id == P.c.inbox_item_id))
-        .where(counted, ctx.within(func.coalesce(P.c.horario, P.c.created_at)))
-    ).one()
-    refunds = session.execute(
-        select(func.sum(R.c.amount_cents)).where(
-            R.c.status == "DEVOLVIDO",
-            ctx.within(func.coalesce(R.c.settled_at, R.c.requested_at, R.c.updated_at)),
-        )
-    ).scalar_one()
-    payouts = session.execute(
-        select(func.sum(M.c.amount_cents)).where(
-            M.c.type == "TRANSFER",
-            M.c.status.in_(("LIQUIDATED", "REFUNDED", "PARTIALLY_REFUNDED")),
-            ctx.within(func.coalesce(M.c.provider_created_at, M.c.updated_at)),
-        )
-    ).scalar_one()
-    statement = session.execute(
-        select(
-            func.sum(case((S.c.type == "CREDIT", S.c.amount_cents), else_=0)),
-            func.sum(case((S.c.type == "DEBIT", S.c.amount_cents), else_=0)),
-            func.sum(case((S.c.category == "PIX_REFUND_SENT", S.c.amount_cents), else_=0)),
-        ).where(ctx.within(S.c.booked_at))
-    ).one()
-    # Webhooks only ever tell of Pix received; payouts and refunds are counted from the
-    # rows the API stands behind (notified and confirmed, or polled).
-    return {
-        "credits": {
-            "webhook": _cents(credits[0]),
-            "poll": _cents(credits[1]),
-            "statement": _cents(statement[0]),
-        },
-        "debits": {"api": _cents(payouts), "statement": _cents(statement[1])},
-        "refunds": {"api": _cents(refunds), "statement": _cents(statement[2])},
-    }
 
 
 def _chain_ends(lines: Sequence[tuple[int, int]]) -> tuple[int, int]:

@@ -3,7 +3,17 @@ must look at it, and the reason given."""
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, ColumnElement, Integer, String, case, insert, literal, select
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ColumnElement,
+    Integer,
+    String,
+    case,
+    insert,
+    literal,
+    select,
+)
 from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
@@ -26,6 +36,8 @@ COLUMNS = (
     "source",
     "inbox_item_id",
     "statement_entry_id",
+    "carried",
+    "net_cents",
 )
 
 
@@ -44,8 +56,13 @@ def insert_verdicts(
     source: ColumnElement[str],
     inbox_item_id: ColumnElement[int],
     statement_id: ColumnElement[int],
+    where: ColumnElement[bool] | None = None,
+    carried: ColumnElement[str] | None = None,
+    net: ColumnElement[int] | None = None,
 ) -> None:
-    """First verdict that holds wins; otherwise ``default_status``."""
+    """First verdict that holds wins; otherwise ``default_status``. ``where`` keeps the
+    rows that belong to the day; ``carried`` says ``in``/``out`` for a movement matched
+    across midnight; ``net`` is a Pix's value less its settled refunds."""
     status = case(
         *[(cond, literal(name, String)) for cond, name, _, _ in verdicts],
         else_=literal(default_status, String),
@@ -70,7 +87,11 @@ def insert_verdicts(
         source,
         inbox_item_id,
         statement_id,
+        carried if carried is not None else literal(None, String),
+        net if net is not None else literal(None, BigInteger),
     ).select_from(joined)
+    if where is not None:
+        rows = rows.where(where)
     # Rows arrive in key order, so the unique index on (run_id, subject, ref) grows at
     # its end instead of splitting pages all over: the biggest cost of a million-row day.
     rows = rows.order_by(ref)

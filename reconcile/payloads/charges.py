@@ -23,8 +23,19 @@ class Calendario(Tolerant):
     validadeAposVencimento: int | None = None
 
 
+# A due-date charge's fine, interest, abatement and discount (BCB ``CobVValor``).
+VALUE_TERMS = ("multa", "juros", "abatimento", "desconto")
+
+
 class Valor(Tolerant):
     original: Amount
+
+    def terms(self) -> dict[str, Any] | None:
+        """``multa``, ``juros``, ``abatimento`` and ``desconto`` as received, whatever their
+        shape (``None`` when there are none): they are kept, not judged, here."""
+        extra = self.model_extra or {}
+        found = {name: extra[name] for name in VALUE_TERMS if extra.get(name) is not None}
+        return found or None
 
 
 class Charge(Tolerant):

@@ -51,6 +51,15 @@ class PixItem(Tolerant):
     pagador: Pagador | None = None
     # An array in the spec, a single object in its own example and in real deliveries.
     devolucoes: list[Devolucao] | Devolucao | None = None
+    # Kept as received, never judged: a shape we do not expect must not cost us the Pix.
+    componentesValor: Any = Field(
+        default=None,
+        description="the parts of valor (original, multa, juros, abatimento, desconto...)",
+    )
+
+    def components_json(self) -> str | None:
+        """``componentesValor`` as JSON text, ``None`` when absent."""
+        return dump_json(self.componentesValor) if self.componentesValor is not None else None
 
     def refunds(self) -> list[Devolucao]:
         if self.devolucoes is None:

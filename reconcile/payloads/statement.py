@@ -12,11 +12,24 @@ from pydantic import BeforeValidator, Field, field_validator
 
 from reconcile.inbox import NewItem, dump_json
 from reconcile.models import ItemKind
-from reconcile.money import parse_amount
+from reconcile.money import InvalidAmount, parse_amount
 from reconcile.payloads import Amount, Tolerant
 
 # A running balance may be negative (an infraction debit on an empty account).
 SignedAmount = Annotated[Decimal, BeforeValidator(parse_amount)]
+
+
+def _optional_amount(value: object) -> Decimal | None:
+    """An extra the line may carry; unreadable or negative reads as absent, not an error."""
+    try:
+        amount = parse_amount(value)
+    except InvalidAmount:
+        return None
+    return amount if amount >= 0 else None
+
+
+# A fee the provider netted from the line (``amount`` is then what reached the account).
+OptionalAmount = Annotated[Decimal | None, BeforeValidator(_optional_amount)]
 
 
 class StatementLine(Tolerant):
@@ -31,6 +44,7 @@ class StatementLine(Tolerant):
     txId: str | None = None
     infractionId: str | None = None
     createdAt: str | None = None
+    feeAmount: OptionalAmount = None
 
     @field_validator("id", "infractionId", mode="before")
     @classmethod

@@ -19,6 +19,7 @@ from typing import Protocol
 from sqlalchemy import Engine
 
 from reconcile.confirmation import ConfirmReport, PaymentLookup, PixLookup, confirm_all
+from reconcile.matching.judgement import Sources
 from reconcile.polling.accounts import (
     AccountsSource,
     poll_balance,
@@ -103,6 +104,20 @@ def configured(providers: Providers) -> tuple[Family, ...]:
     if providers.accounts is not None:
         found.append(Family.ACCOUNTS)
     return tuple(found)
+
+
+def sources_of(providers: Providers, settings: Settings, fetched: Fetched | None = None) -> Sources:
+    """What the day's judgement can rely on: the configured API families and whatever
+    failed while fetching."""
+    problems = []
+    if fetched is not None and fetched.confirmed is not None and fetched.confirmed.interrupted:
+        problems.append("the provider stopped answering while pending movements were confirmed")
+    return Sources(
+        qrcode=providers.qrcode is not None,
+        accounts=providers.accounts is not None,
+        confirm_policy=settings.confirm_policy,
+        problems=tuple(problems),
+    )
 
 
 def fetch_window(

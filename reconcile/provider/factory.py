@@ -25,6 +25,7 @@ def _http(cert: str | None, key: str | None, ca: str | None) -> httpx.Client:
 def qrcode_api(settings: Settings) -> QrCodeApi | None:
     """``None`` when the QR code API is not configured (its jobs are then skipped)."""
     s = settings
+    # Spelled out (as in ``Settings.qrcode_configured``) so the type checker sees them set.
     if not (s.qrcode_api_url and s.qrcode_client_id and s.qrcode_client_secret):
         return None
     return QrCodeApi(

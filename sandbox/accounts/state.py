@@ -1,7 +1,8 @@
 """The accounts (cash-out) side of the simulated provider, driven by tests and the demo.
 
 One ``AccountsState`` hangs off each ``SandboxProvider`` as ``provider.accounts`` and
-reads the provider's Pix ledger, so a Pix received on the QR code side is a credit here.
+reads the provider's Pix ledger, so a Pix received on the QR code side is a credit here
+(less the provider's fee per Pix received, when it charges one).
 It has its own OAuth clients, faults and request counts, as the real API family has its
 own base URL and credentials.
 """
@@ -9,6 +10,7 @@ own base URL and credentials.
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
@@ -30,7 +32,15 @@ from sandbox.accounts.defaults import (
 from sandbox.accounts.directory import Directory
 from sandbox.accounts.infractions import InfractionBook
 from sandbox.accounts.payments import PaymentBook, PaymentRequest
-from sandbox.accounts.statement import Movement, balance_of, pix_movements, statement_lines
+from sandbox.accounts.statement import (
+    FEE_BOOKINGS,
+    FeeBooking,
+    Movement,
+    PixFee,
+    balance_of,
+    pix_movements,
+    statement_lines,
+)
 from sandbox.accounts.tokens import AccountsClient, AccountsTokens
 from sandbox.clock import Clock
 from sandbox.faults import ScriptedEndpoints
@@ -47,12 +57,19 @@ class AccountsState(ScriptedEndpoints):
         seed: int | None = None,
         account_id: str = DEFAULT_ACCOUNT_ID,
         opening_balance: Decimal = DEFAULT_OPENING_BALANCE,
+        pix_received_fee: Decimal | None = None,
+        fee_booking: FeeBooking = "line",
         register_default_client: bool = True,
     ) -> None:
         super().__init__()
         self.account_id = account_id
         self.opening_balance = opening_balance
         self.clock = clock
+        # The tariff in force, and the one each Pix seen so far was booked under (by
+        # endToEndId): changing the tariff never rewrites the fees already charged.
+        self._fee_lock = threading.Lock()
+        self._tariff = _tariff(pix_received_fee, fee_booking)
+        self._fees: dict[str, PixFee | None] = {}
         # "ms" is what the provider sends; "s" lets tests prove clients accept both.
         self.expires_at_unit: Literal["ms", "s"] = "ms"
         self._ledger = ledger
@@ -147,11 +164,44 @@ class AccountsState(ScriptedEndpoints):
     def add_invoice(self, amount: Decimal, **options: Any) -> dict[str, Any]:
         return self.directory.add_invoice(amount, **options)
 
+    # -- Fees (tarifas) ----------------------------------------------------------------
+
+    @property
+    def pix_received_fee(self) -> PixFee | None:
+        """The fee charged from now on per Pix received (``None``: no fee)."""
+        with self._fee_lock:
+            return self._tariff
+
+    def set_pix_received_fee(self, amount: Decimal | None, booking: FeeBooking = "line") -> None:
+        """Charge ``amount`` per Pix received from now on (``None`` or zero: no fee), as a
+        statement line of its own (``"line"``) or netted from the Pix's credit line
+        (``"netted"``). Pix already received keep the fee they were booked with."""
+        tariff = _tariff(amount, booking)
+        with self._fee_lock:
+            self._seen(self._ledger.all())
+            self._tariff = tariff
+
+    def fee_charged(self, end_to_end_id: str) -> Decimal:
+        """The fee the provider took on a Pix received (zero when none)."""
+        pix = self.pix(end_to_end_id)
+        with self._fee_lock:
+            tariff = self._seen([pix])[end_to_end_id]
+        return tariff.on(Decimal(pix["valor"])) if tariff is not None else Decimal(0)
+
+    def _seen(self, pix_bodies: Iterable[dict[str, Any]]) -> dict[str, PixFee | None]:
+        """Pin the tariff in force on every Pix not seen before; callers hold the lock."""
+        for pix in pix_bodies:
+            self._fees.setdefault(str(pix["endToEndId"]), self._tariff)
+        return self._fees
+
     # -- Balance and statement ---------------------------------------------------------
 
     def movements(self) -> list[Movement]:
+        pix = self._ledger.all()
+        with self._fee_lock:
+            fees = dict(self._seen(pix))
         return [
-            *pix_movements(self._ledger.all()),
+            *pix_movements(pix, fees),
             *self.payments.movements(),
             *self.infractions.movements(),
         ]
@@ -164,3 +214,12 @@ class AccountsState(ScriptedEndpoints):
         self, start: datetime | None = None, end: datetime | None = None
     ) -> list[dict[str, Any]]:
         return statement_lines(self.opening_balance, self.movements(), start, end)
+
+
+def _tariff(amount: Decimal | None, booking: str) -> PixFee | None:
+    if booking not in FEE_BOOKINGS:
+        raise ValueError(f"a fee is booked as one of {', '.join(FEE_BOOKINGS)}, not {booking!r}")
+    if amount is None or amount == 0:
+        return None
+    format_amount(amount)  # exact, positive, within the spec's range
+    return PixFee(amount, "netted" if booking == "netted" else "line")

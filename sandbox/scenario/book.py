@@ -93,6 +93,8 @@ class DayBook:
             self._received(step, item.ref, pix, None)
         elif isinstance(item, ev.ChargePayment):
             charge = self.charges[item.charge]
+            if charge.kind == "cobv" and charge.due is None:
+                charge.due = self.provider.charges.due_on(charge.txid, self.day).total
             pix = self.provider.pay_charge(charge.txid, item.amount, horario=when, **_payer(item))
             self._received(step, item.ref, pix, item.charge)
         elif isinstance(item, ev.Refund | ev.RefundSettled):
@@ -118,12 +120,14 @@ class DayBook:
         self.refs[ref] = e2eid
         if charge is not None:
             self.charges[charge].payments.append(e2eid)
+        amount = to_cents(pix["valor"])
+        fees = self.scenario.fees
         self.record(
             Movement(
                 ref=ref,
                 kind="pix_received",
                 key=e2eid,
-                amount_cents=to_cents(pix["valor"]),
+                amount_cents=amount,
                 status="RECEIVED",
                 booked=True,
                 credit=True,
@@ -131,6 +135,8 @@ class DayBook:
                 end_to_end_id=e2eid,
                 txid=pix.get("txid"),
                 charge=charge,
+                # The provider's fee, never more than the Pix.
+                fee_cents=min(to_cents(fees.pix_received), amount) if fees is not None else 0,
             )
         )
         self._notify_pix(step, e2eid)

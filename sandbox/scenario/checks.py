@@ -87,7 +87,8 @@ def check_references(scenario: Scenario) -> None:
         if isinstance(item, Cob):
             books.charges[item.ref] = (item.amount, _seconds(item.at) + item.expires_in)
         elif isinstance(item, Cobv):
-            books.charges[item.ref] = (item.amount, None)
+            # Paid by default with what is due on the day (on the file's date, or today).
+            books.charges[item.ref] = (item.due_on(scenario.business_date()), None)
         elif isinstance(item, Recurrence):
             books.recurrences[item.ref] = item.retry_policy
         elif isinstance(item, RecurringCharge):
@@ -107,6 +108,8 @@ def _check_event(books: _Books, step: Step, item: ev.Event) -> None:
         amount, expiry = _get(books.charges, item.charge, "charge", step)
         if expiry is not None and _seconds(item.at) >= expiry:
             raise fail(f"charge {item.charge!r} has expired by then (see its expires_in)")
+        if item.amount is None and amount <= 0:
+            raise fail(f"nothing is due on {item.charge!r} that day: give an amount")
         books.pix[item.ref] = _Pix(item.amount or amount)
     elif isinstance(item, ev.Refund):
         pix = _get(books.pix, item.pix, "Pix", step)

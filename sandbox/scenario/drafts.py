@@ -44,3 +44,4 @@ class ChargeDraft:
     amount: Decimal
     expires_at: datetime | None = None  # immediate charges only
     payments: list[str] = field(default_factory=list)
+    due: Decimal | None = None  # cobv: what was due when first paid (its terms applied)

@@ -63,8 +63,9 @@ class PixReceived(_Payer):
 
 
 class ChargePayment(_Payer):
-    """A payer pays a charge; ``amount`` defaults to the charge's (set it to under- or
-    over-pay; pay the same charge in two events to pay it twice)."""
+    """A payer pays a charge; ``amount`` defaults to what is due: the charge's amount, or
+    for a ``cobv`` its amount with its fine, interest, abatement and discount on the day
+    (set it to under- or over-pay; pay the same charge in two events to pay it twice)."""
 
     type: Literal["charge_payment"]
     ref: Ref

@@ -24,6 +24,8 @@ STATEMENT_CATEGORY: Final[Mapping[str, str]] = {
     "payout_return": "PIX_PAYMENT_REFUND",
     "infraction_debit": "INFRACTION_DEBIT",
 }
+# The category of a fee booked as a line of its own (``fees.booking`` = ``line``).
+FEE_CATEGORY: Final = "PIX_RECEIVED_FEE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,7 @@ class Movement:
     idempotency_key: str | None = None
     error_code: str | None = None
     charge: str | None = None  # ref of the charge or recurring charge it pays
+    fee_cents: int = 0  # pix_received: the provider's fee on it (at most amount_cents)
 
     @property
     def statement_category(self) -> str:
@@ -97,12 +100,16 @@ class ApiFaultRecord:
 class ExpectedPayment:
     """A charge (cob, cobv) or recurring charge and how the day left it, in the
     vocabulary of docs/design.md §5: paid, underpaid, overpaid, paid_twice, unpaid, expired,
-    refunded, partially_refunded (settled refunds win over the payment outcome)."""
+    refunded, partially_refunded (settled refunds win over the payment outcome), judged
+    against ``due_cents``."""
 
     ref: str
     kind: Literal["cob", "cobv", "cobr"]
     txid: str
-    amount_cents: int
+    amount_cents: int  # valor.original
+    # What was due when first paid (a cobv's fine, interest, abatement and discount
+    # applied); the original when unpaid, and always for cob and cobr.
+    due_cents: int
     paid_cents: int
     refunded_cents: int
     payments: tuple[str, ...]  # endToEndIds of the Pix that paid it
@@ -124,12 +131,17 @@ class InfractionRecord:
 class DayTotals:
     """Booked money of the day. ``credits``: Pix received and payout returns; ``debits``:
     payouts, refunds sent and MED debits; ``refunds``: the refunds (devoluções) sent,
-    a part of the debits. ``by_category`` uses the statement's categories."""
+    a part of the debits. ``by_category`` uses the statement's categories.
+
+    ``fees``: the provider's fees on the Pix received. Booked as lines of their own they
+    are debits (category ``PIX_RECEIVED_FEE``); netted, the Pix's credits are net of them
+    (and so is ``PIX_RECEIVED``)."""
 
     credits_cents: int
     debits_cents: int
     refunds_cents: int
     by_category: Mapping[str, int]
+    fees_cents: int = 0
 
     @property
     def net_cents(self) -> int:

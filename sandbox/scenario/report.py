@@ -51,13 +51,16 @@ def _movements(outcome: ScenarioOutcome) -> Table:
 
 
 def _payments(outcome: ScenarioOutcome) -> Table:
-    table = Table("ref", "kind", "txid", "amount", "paid", "refunded", "outcome", title="Charges")
+    table = Table(
+        "ref", "kind", "txid", "amount", "due", "paid", "refunded", "outcome", title="Charges"
+    )
     for p in outcome.payments:
         table.add_row(
             escape(p.ref),
             p.kind,
             p.txid,
             _money(p.amount_cents),
+            _money(p.due_cents),
             _money(p.paid_cents),
             _money(p.refunded_cents),
             p.outcome,

@@ -17,6 +17,7 @@ from sandbox.scenario.delivery import Sender, plan, play
 from sandbox.scenario.fields import Delay, Drop, Duplicate, to_cents
 from sandbox.scenario.model import Scenario, day_bounds
 from sandbox.scenario.outcome import (
+    FEE_CATEGORY,
     ApiFaultRecord,
     DayTotals,
     ExpectedPayment,
@@ -31,14 +32,24 @@ from sandbox.state import SandboxProvider
 def scenario_provider(
     scenario: Scenario, *, token_lifetime_seconds: float = DEFAULT_TOKEN_LIFETIME_SECONDS
 ) -> SandboxProvider:
-    """A fresh provider for ``scenario``: its seed, its opening balance, a scenario clock."""
+    """A fresh provider for ``scenario``: its seed, its opening balance, its fees, a
+    scenario clock."""
     provider = SandboxProvider(
         seed=scenario.seed,
         clock=ScenarioClock(),
         token_lifetime_seconds=token_lifetime_seconds,
     )
     provider.accounts.opening_balance = scenario.opening_balance
+    _charge_fees(scenario, provider)
     return provider
+
+
+def _charge_fees(scenario: Scenario, provider: SandboxProvider) -> None:
+    fees = scenario.fees
+    if fees is None:
+        provider.accounts.set_pix_received_fee(None)
+    else:
+        provider.accounts.set_pix_received_fee(fees.pix_received, fees.booking)
 
 
 def run_scenario(
@@ -63,6 +74,7 @@ def run_scenario(
         raise ValueError("run a scenario on a fresh provider: its truth is the whole book")
     day = day if day is not None else scenario.business_date()
     provider.accounts.opening_balance = scenario.opening_balance
+    _charge_fees(scenario, provider)
     book = DayBook(scenario, provider, day)
     try:
         book.run()
@@ -130,7 +142,9 @@ def run_scenario(
         for i, f in enumerate(book.api_faults)
     )
     movements = tuple(sorted(book.movements.values(), key=lambda m: (m.at, m.ref)))
-    totals = _totals(movements)
+    totals = _totals(
+        movements, netted=scenario.fees is not None and scenario.fees.booking == "netted"
+    )
     opening = to_cents(scenario.opening_balance)
     start, end = day_bounds(day)
     return ScenarioOutcome(
@@ -152,16 +166,32 @@ def run_scenario(
     )
 
 
-def _totals(movements: tuple[Movement, ...]) -> DayTotals:
-    booked = [m for m in movements if m.booked]
+def _totals(movements: tuple[Movement, ...], *, netted: bool) -> DayTotals:
+    """As the statement adds up: a fee is a line of its own, or comes off its Pix's line."""
     by_category: Counter[str] = Counter()
-    for m in booked:
-        by_category[m.statement_category] += m.amount_cents
+    credits = debits = fees = 0
+    for m in movements:
+        if not m.booked:
+            continue
+        amount = m.amount_cents
+        if m.fee_cents:
+            fees += m.fee_cents
+            if netted:
+                amount -= m.fee_cents
+            else:
+                by_category[FEE_CATEGORY] += m.fee_cents
+                debits += m.fee_cents
+        by_category[m.statement_category] += amount
+        if m.credit:
+            credits += amount
+        else:
+            debits += amount
     return DayTotals(
-        credits_cents=sum(m.amount_cents for m in booked if m.credit),
-        debits_cents=sum(m.amount_cents for m in booked if not m.credit),
+        credits_cents=credits,
+        debits_cents=debits,
         refunds_cents=by_category["PIX_REFUND_SENT"],
         by_category=dict(by_category),
+        fees_cents=fees,
     )
 
 
@@ -179,12 +209,13 @@ def _expected_payments(book: DayBook) -> tuple[ExpectedPayment, ...]:
             if m.kind == "pix_refund" and m.booked and m.original_end_to_end_id in e2eids
         )
         amount = to_cents(draft.amount)
+        due = to_cents(draft.due) if pix and draft.due is not None else amount
         if refunded:
             outcome = "refunded" if refunded >= paid else "partially_refunded"
         elif len(pix) > 1:
             outcome = "paid_twice"
         elif pix:
-            outcome = "paid" if paid == amount else "underpaid" if paid < amount else "overpaid"
+            outcome = "paid" if paid == due else "underpaid" if paid < due else "overpaid"
         else:
             expired = draft.expires_at is not None and draft.expires_at <= end
             outcome = "expired" if expired else "unpaid"
@@ -198,6 +229,7 @@ def _expected_payments(book: DayBook) -> tuple[ExpectedPayment, ...]:
                 kind=draft.kind,
                 txid=draft.txid,
                 amount_cents=amount,
+                due_cents=due,
                 paid_cents=paid,
                 refunded_cents=refunded,
                 payments=tuple(draft.payments),

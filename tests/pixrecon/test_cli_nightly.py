@@ -22,7 +22,7 @@ from sandbox.app import create_app
 from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET
 from sandbox.server import BackgroundServer
 from sandbox.state import SandboxProvider
-from tests.cli_support import run_pixrecon
+from tests.cli_support import clean_env, run_pixrecon
 
 
 @pytest.fixture
@@ -66,6 +66,8 @@ def test_a_clean_day_exits_zero_with_the_documented_json(
     report = json.loads(result.stdout)
     assert {"date", "counts", "charges", "totals", "balance_drift_cents"} <= report.keys()
     assert report["date"] == _today()
+    assert report["verdict"] == "reconciled", report
+    assert report["bridge"]["residual_cents"] == 0
     assert report["charges"] == {"paid": 1}
     # Found by polling, nothing notified them: counted, not exceptions.
     assert report["counts"]["missing_webhook"] == 2
@@ -115,6 +117,21 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
         json.loads(run_pixrecon("exceptions", "--format", "json", env=env, cwd=tmp_path).stdout)
         == []
     )
+
+
+def test_without_a_provider_the_day_is_incomplete_never_reconciled(tmp_path: Path) -> None:
+    env = clean_env(database_url=f"sqlite:///{tmp_path / 'alone.db'}")
+    result = run_pixrecon(
+        "reconcile", "--date", _today(), "--format", "json", env=env, cwd=tmp_path
+    )
+    assert result.returncode == 2, result.stderr
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "incomplete"
+    assert "no provider API is configured" in " ".join(report["incomplete_because"])
+    table = run_pixrecon("reconcile", "--date", _today(), env=env, cwd=tmp_path)
+    assert table.returncode == 2
+    assert "incomplete" in table.stdout
+    assert "Traceback" not in table.stderr
 
 
 def test_a_day_that_cannot_be_fetched_exits_two(env: dict[str, str], tmp_path: Path) -> None:

@@ -155,6 +155,8 @@ def test_healthz_ok_and_metrics_count_deliveries(running_node: RunningNode) -> N
     health = running_node.http.get("/healthz")
     assert health.status_code == 200
     assert health.json()["database"] == "ok"
+    # No provider API in these tests: healthz says notified money cannot be confirmed.
+    assert health.json()["confirmation"].startswith("impossible: no provider API")
     metrics = running_node.http.get("/metrics").text
     assert 'pixrecon_webhook_deliveries_total{route="/webhooks/qrcode/pix",status="200"} 1.0' in (
         metrics

@@ -316,7 +316,7 @@ def test_cobv_is_payable_through_its_last_valid_day_in_sao_paulo(
         (_cobv_body(devedor={"cpf": "1", "nome": "x"}), "cobv.devedor"),
         (
             _cobv_body(
-                valor={"original": "50.00", "multa": {"modalidade": 2, "valorPerc": "2.00"}}
+                valor={"original": "50.00", "multa": {"modalidade": 3, "valorPerc": "2.00"}}
             ),
             "cobv.valor.multa",
         ),

@@ -1,0 +1,33 @@
+"""Human output in Brazilian conventions: money as ``R$ 1.234,56``, dates as
+``22/11/2026`` and times in America/Sao_Paulo. JSON output keeps centavos and ISO 8601."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from reconcile.timeutil import BUSINESS_TZ, as_utc
+
+
+def brl(cents: int | None) -> str:
+    """``R$ 1.234,56``; ``—`` when unknown; a minus sign before the currency."""
+    if cents is None:
+        return "—"
+    sign = "-" if cents < 0 else ""
+    reais, centavos = divmod(abs(cents), 100)
+    grouped = f"{reais:,}".replace(",", ".")
+    return f"{sign}R$ {grouped},{centavos:02d}"
+
+
+def br_date(value: date | str | None) -> str:
+    if value is None:
+        return "—"
+    day = date.fromisoformat(value) if isinstance(value, str) else value
+    return day.strftime("%d/%m/%Y")
+
+
+def sp_time(value: datetime | str | None) -> str:
+    """An instant as São Paulo wall-clock time, ``22/11/2026 23:59``."""
+    if value is None:
+        return "—"
+    instant = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return as_utc(instant).astimezone(BUSINESS_TZ).strftime("%d/%m/%Y %H:%M")

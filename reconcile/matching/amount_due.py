@@ -1,0 +1,281 @@
+"""What a due-date charge (``cobv``) costs on the day it is paid.
+
+The BCB Pix API (``CobVValor``) gives a ``cobv`` its ``valor.original`` and, optionally, a
+fine (``multa``) and interest (``juros``) for paying after the due date, an abatement
+(``abatimento``) that always applies, and a discount (``desconto``) for paying early. A
+payer's PSP charges what they make due on the payment date, and the Pix then carries the
+breakdown in ``componentesValor``; reconciliation has to judge that Pix against the same
+amount, not against the original.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import date, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from typing import Any, Final
+
+from sqlalchemy import func, select
+from sqlmodel import Session
+
+from reconcile.db import table_of
+from reconcile.logs import get_logger
+from reconcile.models import ExpectedPayment, PixReceived
+from reconcile.money import CENT, InvalidAmount, parse_amount
+from reconcile.timeutil import BUSINESS_TZ, as_utc
+
+log = get_logger(__name__)
+
+# Pix whose money counts (as in the charges matcher; kept here to avoid an import cycle).
+COUNTED: Final = ("confirmed", "not_required")
+HUNDRED: Final = Decimal(100)
+# Day counts for rates per month and per year: the commercial month (30 days) and year
+# (360 days) for calendar days, and Brazil's 252 business days a year (21 a month).
+CALENDAR_MONTH: Final = 30
+CALENDAR_YEAR: Final = 360
+BUSINESS_MONTH: Final = 21
+BUSINESS_YEAR: Final = 252
+# Enough digits that every product is exact and every quotient rounds correctly.
+PRECISION: Final = 60
+
+
+def amount_due_cents(
+    original_cents: int, terms: Mapping[str, Any], due_date: date, paid_on: date
+) -> int:
+    """Centavos due on ``paid_on`` for a ``cobv`` of ``original_cents`` due on ``due_date``
+    with ``terms`` (its ``valor`` objects ``multa``, ``juros``, ``abatimento``,
+    ``desconto``, as the BCB API writes them; missing or null ones do not apply).
+
+    ``original + multa + juros - abatimento - desconto``, never below zero, where:
+
+    - **Due date.** A due date on a Saturday or Sunday moves to the next Monday, and the
+      fine, interest and discounts follow it (the spec's *prorrogação*). Business days are
+      Monday to Friday: there is no holiday calendar (the sandbox has none either).
+    - **Late** means paid after that (moved) due date. Calendar days late count from it;
+      business days late are the weekdays after it up to and including the payment date.
+    - **multa** (late only): 1 a fixed value; 2 a percentage of the original.
+    - **juros** (late only), simple interest on the original: 1 a value per calendar day;
+      2 a percentage per calendar day; 3 a percentage per month of 30 calendar days;
+      4 a percentage per year of 360 calendar days; 5 to 8 the same per business day,
+      per month of 21 business days and per year of 252 business days.
+    - **abatimento** (always): 1 a fixed value; 2 a percentage of the original.
+    - **desconto**: 1 a fixed value and 2 a percentage of the original, each "until" the
+      dates of ``descontoDataFixa`` (up to three ``{data, valorPerc}``; a date on a
+      weekend moves to the next Monday; the entry in force is the one with the earliest
+      date on or after the payment date, the largest if two share it); 3 a value and 5 a
+      percentage per calendar day paid before the due date; 4 and 6 the same per
+      business day (the weekdays after the payment date up to and including the due
+      date).
+
+    Percentages are of ``valor.original``, as in the spec's own ``componentesValor``
+    example. Arithmetic is exact (``Decimal``); each component is rounded once, at the end
+    of its own computation, to the centavo with ROUND_HALF_UP (half a centavo rounds up,
+    as banks round), so the components a Pix reports add up to its ``valor``. When the
+    abatement and discount exceed the rest, nothing is due (zero).
+
+    Raises ``ValueError`` when a term cannot be read (an unknown modality, a value that is
+    not an amount).
+    """
+    if original_cents < 0:
+        raise ValueError("the original amount is negative")
+    original = Decimal(original_cents).scaleb(-2)
+    due = _next_weekday(due_date)
+    with localcontext() as ctx:
+        ctx.prec = PRECISION
+        total = (
+            original
+            + _fine(original, terms.get("multa"), due, paid_on)
+            + _interest(original, terms.get("juros"), due, paid_on)
+            - _abatement(original, terms.get("abatimento"))
+            - _discount(original, terms.get("desconto"), due, paid_on)
+        )
+    return max(0, int(total * 100))
+
+
+def _next_weekday(day: date) -> date:
+    weekday = day.weekday()
+    return day + timedelta(days=7 - weekday) if weekday >= 5 else day
+
+
+def _weekdays_between(after: date, through: date) -> int:
+    """Weekdays ``d`` with ``after < d <= through``."""
+    if through <= after:
+        return 0
+    weeks, rest = divmod((through - after).days, 7)
+    first = after.weekday() + 1
+    return weeks * 5 + sum(1 for i in range(rest) if (first + i) % 7 < 5)
+
+
+def _cents(amount: Decimal) -> Decimal:
+    # Rounding of every component: to the centavo, ROUND_HALF_UP.
+    return amount.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def _term(raw: object, name: str) -> Mapping[str, Any] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{name} is not an object")
+    return raw
+
+
+def _modality(term: Mapping[str, Any], name: str, highest: int) -> int:
+    raw = term.get("modalidade")
+    # The spec's schema says integer; its own example writes "2".
+    if isinstance(raw, str) and raw.strip().isdigit():
+        raw = int(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= highest:
+        raise ValueError(f"{name}.modalidade must be 1 to {highest}")
+    return raw
+
+
+def _value(raw: object, name: str) -> Decimal:
+    try:
+        value = parse_amount(raw)
+    except InvalidAmount as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    if value < 0:
+        raise ValueError(f"{name} is negative")
+    return value
+
+
+def _fine(original: Decimal, raw: object, due: date, paid_on: date) -> Decimal:
+    term = _term(raw, "multa")
+    if term is None:
+        return Decimal(0)
+    modality = _modality(term, "multa", 2)
+    value = _value(term.get("valorPerc"), "multa.valorPerc")
+    if paid_on <= due:
+        return Decimal(0)
+    return _cents(value if modality == 1 else original * value / HUNDRED)
+
+
+def _interest(original: Decimal, raw: object, due: date, paid_on: date) -> Decimal:
+    term = _term(raw, "juros")
+    if term is None:
+        return Decimal(0)
+    modality = _modality(term, "juros", 8)
+    value = _value(term.get("valorPerc"), "juros.valorPerc")
+    if paid_on <= due:
+        return Decimal(0)
+    days = (paid_on - due).days if modality <= 4 else _weekdays_between(due, paid_on)
+    per_value, divisor = {
+        1: (True, 1),
+        2: (False, 1),
+        3: (False, CALENDAR_MONTH),
+        4: (False, CALENDAR_YEAR),
+        5: (True, 1),
+        6: (False, 1),
+        7: (False, BUSINESS_MONTH),
+        8: (False, BUSINESS_YEAR),
+    }[modality]
+    if per_value:
+        return _cents(value * days)
+    return _cents(original * value * days / (HUNDRED * divisor))
+
+
+def _abatement(original: Decimal, raw: object) -> Decimal:
+    term = _term(raw, "abatimento")
+    if term is None:
+        return Decimal(0)
+    modality = _modality(term, "abatimento", 2)
+    value = _value(term.get("valorPerc"), "abatimento.valorPerc")
+    return _cents(value if modality == 1 else original * value / HUNDRED)
+
+
+def _discount(original: Decimal, raw: object, due: date, paid_on: date) -> Decimal:
+    term = _term(raw, "desconto")
+    if term is None:
+        return Decimal(0)
+    modality = _modality(term, "desconto", 6)
+    if modality in (1, 2):
+        value = _fixed_date_discount(term.get("descontoDataFixa"), paid_on)
+        if value is None:
+            return Decimal(0)
+        return _cents(value if modality == 1 else original * value / HUNDRED)
+    value = _value(term.get("valorPerc"), "desconto.valorPerc")
+    calendar = modality in (3, 5)
+    days = max(0, (due - paid_on).days) if calendar else _weekdays_between(paid_on, due)
+    if modality in (3, 4):
+        return _cents(value * days)
+    return _cents(original * value * days / HUNDRED)
+
+
+def _fixed_date_discount(raw: object, paid_on: date) -> Decimal | None:
+    """The ``valorPerc`` of the entry in force on ``paid_on``, if any."""
+    if not isinstance(raw, list) or not raw:
+        raise ValueError("desconto.descontoDataFixa must be a non-empty list")
+    in_force: list[tuple[date, Decimal]] = []
+    for entry in raw:
+        if not isinstance(entry, Mapping):
+            raise ValueError("desconto.descontoDataFixa has an entry that is not an object")
+        text = entry.get("data")
+        try:
+            until = date.fromisoformat(text) if isinstance(text, str) else None
+        except ValueError:
+            until = None
+        if until is None:
+            raise ValueError("desconto.descontoDataFixa has an entry without a valid data")
+        value = _value(entry.get("valorPerc"), "desconto.descontoDataFixa.valorPerc")
+        until = _next_weekday(until)
+        if paid_on <= until:
+            in_force.append((until, value))
+    if not in_force:
+        return None
+    earliest = min(until for until, _ in in_force)
+    return max(value for until, value in in_force if until == earliest)
+
+
+def record_amounts_due(session: Session, start: datetime, end: datetime) -> int:
+    """Set ``amount_due_cents`` of every ``cobv`` with terms that a counted Pix (confirmed,
+    or needing no confirmation) paid within ``[start, end)`` (by ``horario``, else the
+    time it was recorded): the amount due on the São Paulo date of the first counted Pix
+    with its txid, which is the payment that settled it. Returns how many it set; a charge
+    whose terms cannot be read keeps ``amount_due_cents`` null (it is then judged against
+    its original amount) and is logged."""
+    E, P = table_of(ExpectedPayment), table_of(PixReceived)
+    when = func.coalesce(P.c.horario, P.c.created_at)
+    paid_in_window = select(P.c.txid).where(
+        P.c.txid.is_not(None), P.c.confirmation.in_(COUNTED), when >= start, when < end
+    )
+    rows = session.execute(
+        select(
+            E.c.id,
+            E.c.ref,
+            E.c.amount_cents,
+            E.c.terms,
+            E.c.due_date,
+            P.c.horario,
+            P.c.created_at,
+        )
+        .join(P, P.c.txid == E.c.txid)
+        .where(
+            E.c.kind == "cobv",
+            E.c.terms.is_not(None),
+            E.c.due_date.is_not(None),
+            P.c.confirmation.in_(COUNTED),
+            E.c.txid.in_(paid_in_window),
+        )
+    ).all()
+    first_paid: dict[int, datetime] = {}
+    charges: dict[int, tuple[str, int, str, date]] = {}
+    for row in rows:
+        paid_at = as_utc(row.horario if row.horario is not None else row.created_at)
+        if row.id not in first_paid or paid_at < first_paid[row.id]:
+            first_paid[row.id] = paid_at
+        charges[row.id] = (row.ref, row.amount_cents, row.terms, row.due_date)
+    recorded = 0
+    for charge_id, (ref, original_cents, raw_terms, due_date) in sorted(charges.items()):
+        paid_on = first_paid[charge_id].astimezone(BUSINESS_TZ).date()
+        try:
+            terms = json.loads(raw_terms)
+            if not isinstance(terms, Mapping):
+                raise ValueError("the terms are not a JSON object")
+            cents = amount_due_cents(original_cents, terms, due_date, paid_on)
+        except ValueError as exc:
+            log.warning("cobv_terms_unreadable", ref=ref, reason=str(exc))
+            continue
+        session.execute(E.update().where(E.c.id == charge_id).values(amount_due_cents=cents))
+        recorded += 1
+    return recorded

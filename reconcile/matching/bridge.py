@@ -1,0 +1,301 @@
+"""The bridge: the day explained from the opening to the closing balance, by category, each
+with the webhook, API and statement figures of the same thing; and the statement lines
+nobody explains, as exceptions.
+
+A category's statement figure is what the provider booked in the day; its API figure is
+the money of the day's movements the provider stands behind (confirmed by look-up, or
+listed by polling). Movements booked across midnight (the date lag) make the two differ
+by what is carried in from the day before and carried out to the next; what remains
+(``difference``) is explained item by item by the day's exceptions. The ``residual`` —
+opening balance plus every explained line, less the closing balance — is what nothing
+explains; it must be 0 for the day to be ``reconciled``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, Integer, String, and_, case, func, literal, or_, select
+from sqlalchemy.sql import FromClause
+from sqlmodel import Session
+
+from reconcile.db import table_of
+from reconcile.matching.context import (
+    FEE,
+    INFRACTION_DEBIT,
+    MED_NATURES,
+    PAYOUT,
+    PAYOUT_REFUND,
+    RECEIVED,
+    REFUND_SENT,
+    RunContext,
+    in_categories,
+)
+from reconcile.matching.movements import pix_time, refund_time
+from reconcile.matching.payouts import PAID_OUT, RETURNED, is_payout, payout_key, payout_time
+from reconcile.matching.verdicts import COLUMNS
+from reconcile.models import (
+    AccountMovement,
+    Confirmation,
+    InboxItem,
+    Infraction,
+    PixReceived,
+    PixRefund,
+    ReconciliationItem,
+    StatementEntry,
+)
+
+# (category, label, sign: +1 credit / -1 debit), in the order the report shows them.
+CATEGORIES: tuple[tuple[str, str, int], ...] = (
+    ("pix_received", "Pix received", 1),
+    ("refunds_sent", "refunds sent", -1),
+    ("payouts", "payouts", -1),
+    ("payout_returns", "payout returns", 1),
+    ("med_debits", "MED debits", -1),
+    ("fees", "fees", -1),
+    ("other", "other (unexplained)", 0),
+)
+COUNTED = Confirmation.counted()
+
+
+def _line_category(S: FromClause, med: ColumnElement[bool]) -> ColumnElement[str]:
+    """Which category a statement line is, when the key its matcher needs is there;
+    ``other`` otherwise."""
+    credit, debit = S.c.type == "CREDIT", S.c.type == "DEBIT"
+    e2e, key = S.c.end_to_end_id, S.c.idempotency_key
+    return case(
+        (and_(debit, S.c.category.in_(FEE)), literal("fees", String)),
+        (
+            and_(credit, in_categories(S.c.category, RECEIVED), e2e.is_not(None), ~e2e.like("D%")),
+            literal("pix_received", String),
+        ),
+        (
+            and_(debit, in_categories(S.c.category, REFUND_SENT), e2e.like("D%"), med),
+            literal("med_debits", String),
+        ),
+        (
+            and_(debit, in_categories(S.c.category, REFUND_SENT), e2e.like("D%")),
+            literal("refunds_sent", String),
+        ),
+        (
+            and_(debit, in_categories(S.c.category, PAYOUT), key.is_not(None)),
+            literal("payouts", String),
+        ),
+        (
+            and_(
+                credit,
+                in_categories(S.c.category, PAYOUT_REFUND),
+                or_(key.is_not(None), S.c.original_end_to_end_id.is_not(None)),
+            ),
+            literal("payout_returns", String),
+        ),
+        (
+            and_(
+                debit,
+                in_categories(S.c.category, INFRACTION_DEBIT),
+                S.c.infraction_id.is_not(None),
+            ),
+            literal("med_debits", String),
+        ),
+        else_=literal("other", String),
+    )
+
+
+def _day_lines(ctx: RunContext) -> FromClause:
+    S, R = table_of(StatementEntry), table_of(PixRefund)
+    med_rtr = select(R.c.rtr_id).where(R.c.natureza.in_(MED_NATURES), R.c.rtr_id.is_not(None))
+    return (
+        select(
+            S.c.id,
+            S.c.entry_id,
+            S.c.type,
+            S.c.category,
+            S.c.amount_cents,
+            func.coalesce(S.c.fee_cents, 0).label("fee_cents"),
+            _line_category(S, S.c.end_to_end_id.in_(med_rtr)).label("bridge"),
+        )
+        .where(ctx.within(S.c.booked_at))
+        .subquery("lines")
+    )
+
+
+def match_statement_lines(session: Session, ctx: RunContext) -> None:
+    """Every statement line of the day is matched to a movement (the other matchers), a
+    fee, or it is an exception here: a line nobody explains."""
+    lines = _day_lines(ctx)
+    rows = select(
+        literal(ctx.run_id, Integer),
+        literal("statement", String),
+        lines.c.entry_id,
+        literal("unexplained", String),
+        literal(True),
+        literal("a statement line nobody explains (category ", String)
+        + func.coalesce(lines.c.category, literal("none", String))
+        + literal("): ask the provider what it is", String),
+        literal(None, Integer),
+        lines.c.amount_cents,
+        literal("statement", String),
+        literal(None, Integer),
+        lines.c.id,
+        literal(None, String),
+        literal(None, Integer),
+    ).where(lines.c.bridge == "other")
+    session.execute(
+        table_of(ReconciliationItem).insert().from_select(COLUMNS, rows.order_by(lines.c.entry_id))
+    )
+
+
+def _cents(value: Any) -> int:
+    return int(value or 0)
+
+
+def _statement_by_category(session: Session, ctx: RunContext) -> dict[str, int]:
+    lines = _day_lines(ctx)
+    found: dict[str, int] = {}
+    for bridge, amount, fees in session.execute(
+        select(
+            lines.c.bridge, func.sum(lines.c.amount_cents), func.sum(lines.c.fee_cents)
+        ).group_by(lines.c.bridge)
+    ):
+        # A fee netted from a credit line is part of the Pix received (gross) and a fee.
+        found[bridge] = found.get(bridge, 0) + _cents(amount) + _cents(fees)
+        if fees:
+            found["fees"] = found.get("fees", 0) + _cents(fees)
+    return found
+
+
+def _webhook_and_api(
+    session: Session,
+    rows: FromClause,
+    amount: ColumnElement[Any],
+    inbox_id: ColumnElement[Any],
+    counted: ColumnElement[bool],
+) -> tuple[int, int]:
+    inbox = table_of(InboxItem)
+    webhook, api = session.execute(
+        select(
+            func.sum(case((inbox.c.webhook_count > 0, amount), else_=0)),
+            func.sum(case((counted, amount), else_=0)),
+        ).select_from(rows.outerjoin(inbox, inbox.c.id == inbox_id))
+    ).one()
+    return _cents(webhook), _cents(api)
+
+
+def _carried(session: Session, ctx: RunContext, subject: str, like: str) -> tuple[int, int]:
+    items = table_of(ReconciliationItem)
+    carried_in, carried_out = session.execute(
+        select(
+            func.sum(case((items.c.carried == "in", items.c.expected_cents), else_=0)),
+            func.sum(case((items.c.carried == "out", items.c.actual_cents), else_=0)),
+        ).where(items.c.run_id == ctx.run_id, items.c.subject == subject, items.c.ref.like(like))
+    ).one()
+    return _cents(carried_in), _cents(carried_out)
+
+
+def day_bridge(session: Session, ctx: RunContext, balance: dict[str, Any]) -> dict[str, Any]:
+    """The bridge of the day (see the module's docstring). Amounts in centavos."""
+    P, R, M, F = (table_of(m) for m in (PixReceived, PixRefund, AccountMovement, Infraction))
+    statement = _statement_by_category(session, ctx)
+    figures: dict[str, tuple[int | None, int | None]] = {}
+
+    pix = select(P).where(ctx.within(pix_time(P))).subquery()
+    figures["pix_received"] = _webhook_and_api(
+        session, pix, pix.c.amount_cents, pix.c.inbox_item_id, pix.c.confirmation.in_(COUNTED)
+    )
+    refunds = select(R).where(ctx.within(refund_time(R)), R.c.status == "DEVOLVIDO").subquery()
+    med = refunds.c.natureza.in_(MED_NATURES)
+    counted_refund = refunds.c.confirmation.in_(COUNTED)
+    figures["refunds_sent"] = _webhook_and_api(
+        session,
+        refunds,
+        case((med, 0), else_=refunds.c.amount_cents),
+        refunds.c.inbox_item_id,
+        counted_refund,
+    )
+    med_refunds = _webhook_and_api(
+        session,
+        refunds,
+        case((med, refunds.c.amount_cents), else_=0),
+        refunds.c.inbox_item_id,
+        counted_refund,
+    )
+    key = payout_key(M)
+    ranked = (
+        select(
+            M,
+            func.row_number().over(partition_by=key, order_by=M.c.rank.desc()).label("nth"),
+        )
+        .where(is_payout(M), ctx.within(payout_time(M)))
+        .subquery()
+    )
+    payouts = select(ranked).where(ranked.c.nth == 1).subquery()
+    counted_payout = payouts.c.confirmation.in_(COUNTED)
+    figures["payouts"] = _webhook_and_api(
+        session,
+        payouts,
+        case((payouts.c.status.in_(PAID_OUT), payouts.c.amount_cents), else_=0),
+        payouts.c.inbox_item_id,
+        counted_payout,
+    )
+    figures["payout_returns"] = _webhook_and_api(
+        session,
+        payouts,
+        case((payouts.c.status.in_(RETURNED), payouts.c.refunded_cents), else_=0),
+        payouts.c.inbox_item_id,
+        counted_payout,
+    )
+    cases = (
+        select(F)
+        .where(ctx.within(func.coalesce(F.c.provider_updated_at, F.c.updated_at)))
+        .subquery()
+    )
+    inbox = table_of(InboxItem)
+    # An infraction's debit is the provider's word when the case was read from its API.
+    case_webhook, case_api = session.execute(
+        select(
+            func.sum(case((inbox.c.webhook_count > 0, cases.c.debited_cents), else_=0)),
+            func.sum(case((inbox.c.poll_count > 0, cases.c.debited_cents), else_=0)),
+        ).select_from(cases.outerjoin(inbox, inbox.c.id == cases.c.inbox_item_id))
+    ).one()
+    figures["med_debits"] = (
+        med_refunds[0] + _cents(case_webhook),
+        med_refunds[1] + _cents(case_api),
+    )
+    figures["fees"] = (None, None)
+    figures["other"] = (None, None)
+    carried = {
+        "pix_received": _carried(session, ctx, "movement", "E%"),
+        "refunds_sent": _carried(session, ctx, "movement", "D%"),
+        "payouts": _carried(session, ctx, "payout", "%"),
+    }
+    rows = []
+    explained = 0
+    for category, label, sign in CATEGORIES:
+        webhook, api = figures[category]
+        booked = statement.get(category, 0)
+        carried_in, carried_out = carried.get(category, (0, 0))
+        if category != "other":
+            explained += sign * booked
+        rows.append(
+            {
+                "category": category,
+                "label": label,
+                "sign": sign,
+                "webhook_cents": webhook,
+                "api_cents": api,
+                "statement_cents": booked,
+                "carried_in_cents": carried_in,
+                "carried_out_cents": carried_out,
+                "difference_cents": (
+                    None if api is None else booked - (api + carried_in - carried_out)
+                ),
+            }
+        )
+    opening, closing = balance.get("opening_cents"), balance.get("closing_cents")
+    residual = None if opening is None or closing is None else opening + explained - closing
+    return {
+        "opening_cents": opening,
+        "closing_cents": closing,
+        "categories": rows,
+        "unexplained_cents": statement.get("other", 0),
+        "residual_cents": residual,
+    }

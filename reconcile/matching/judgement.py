@@ -1,0 +1,242 @@
+"""The day's verdict, and what a person needs to act on each item: when a pending item
+becomes a break, and the last day money received can still be refunded.
+
+``reconciled``: every source was read and agrees, residual 0. ``reconciled_with_pending``:
+only items inside their grace period remain, each with the instant it becomes a break.
+``breaks``: exceptions remain. ``incomplete``: a source could not be read (no provider
+configured or reachable, no statement for the day, a job that failed) — nothing is
+claimed then."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import String, func, literal, select, update
+from sqlmodel import Session
+
+from reconcile.db import table_of
+from reconcile.matching.context import RunContext
+from reconcile.models import (
+    AccountMovement,
+    Confirmation,
+    ExpectedPayment,
+    PixReceived,
+    PixRefund,
+    ReconciliationItem,
+)
+from reconcile.timeutil import BUSINESS_TZ, as_utc
+
+# How many pending items and carried items the report lists one by one (the rest are
+# counted; every one of them is a row in ``reconciliation_item``).
+LISTED = 1000
+
+
+class DayVerdict(StrEnum):
+    RECONCILED = "reconciled"
+    RECONCILED_WITH_PENDING = "reconciled_with_pending"
+    BREAKS = "breaks"
+    INCOMPLETE = "incomplete"
+
+    @property
+    def exit_code(self) -> int:
+        """0 reconciled; 1 something remains to look at; 2 the day could not be judged."""
+        return {
+            DayVerdict.RECONCILED: 0,
+            DayVerdict.RECONCILED_WITH_PENDING: 1,
+            DayVerdict.BREAKS: 1,
+            DayVerdict.INCOMPLETE: 2,
+        }[self]
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What could be read for the day."""
+
+    qrcode: bool = True
+    """The QR code API is configured (Pix received, their refunds, charges)."""
+    accounts: bool = True
+    """The accounts API is configured (statement, balance, payouts, infractions)."""
+    confirm_policy: str = "api"
+    problems: tuple[str, ...] = ()
+    """Sources that failed while fetching the day, in words."""
+
+
+def _items(ctx: RunContext) -> Any:
+    return table_of(ReconciliationItem)
+
+
+def annotate_pending(session: Session, ctx: RunContext) -> None:
+    """``due_at`` of each pending item: when it becomes a break if nothing changes — the
+    end of its grace period for a look-up, the end of the date lag for a statement line.
+    Items waiting for the provider itself (processing) have none."""
+    items = _items(ctx)
+    session.execute(
+        update(items)
+        .where(
+            items.c.run_id == ctx.run_id,
+            items.c.status == "pending",
+            items.c.reason == "not in the statement yet",
+        )
+        .values(due_at=ctx.statement_end)
+    )
+    grace = ctx.judging.grace
+    for model, stamp in (
+        (PixReceived, "created_at"),
+        (PixRefund, "updated_at"),
+        (AccountMovement, "updated_at"),
+    ):
+        source = table_of(model)
+        rows = session.execute(
+            select(items.c.id, source.c[stamp])
+            .join(source, source.c.inbox_item_id == items.c.inbox_item_id)
+            .where(
+                items.c.run_id == ctx.run_id,
+                items.c.status == "pending",
+                items.c.due_at.is_(None),
+                source.c.confirmation == Confirmation.PENDING.value,
+            )
+        ).all()
+        for item_id, since in rows:
+            session.execute(
+                update(items).where(items.c.id == item_id).values(due_at=as_utc(since) + grace)
+            )
+
+
+def annotate_priorities(session: Session, ctx: RunContext) -> None:
+    """Every exception gets a priority; money that may have to go back carries the last day
+    a refund is possible (settlement + the refund window), and comes first when that day
+    is near."""
+    items = _items(ctx)
+    session.execute(
+        update(items)
+        .where(items.c.run_id == ctx.run_id, items.c.exception.is_(True))
+        .values(priority=2)
+    )
+    # A Pix whose money arrived (the statement booked it) that nobody notified, the API
+    # denies, or for another amount: the merchant may have to send it back.
+    received_here = (
+        items.c.subject == "movement",
+        items.c.ref.like("E%"),
+        items.c.statement_entry_id.is_not(None),
+        items.c.status.in_(("missing_webhook", "unconfirmed_webhook", "amount_mismatch")),
+    )
+    _set_deadline(session, ctx, ctx.refund_by, *received_here)
+    # A charge paid more than due, or twice: from the day the first Pix paid it.
+    P, E = table_of(PixReceived), table_of(ExpectedPayment)
+    charges = session.execute(
+        select(items.c.id, func.min(func.coalesce(P.c.horario, P.c.created_at)))
+        .join(E, E.c.kind + literal(":", String) + E.c.ref == items.c.ref)
+        .join(P, P.c.txid == E.c.txid)
+        .where(
+            items.c.run_id == ctx.run_id,
+            items.c.subject == "charge",
+            items.c.status.in_(("overpaid", "paid_twice")),
+        )
+        .group_by(items.c.id)
+    ).all()
+    for item_id, first_paid in charges:
+        paid_on = as_utc(first_paid).astimezone(BUSINESS_TZ).date() if first_paid else ctx.day
+        deadline = paid_on + timedelta(days=ctx.judging.refund_days)
+        _set_deadline(session, ctx, deadline, items.c.id == item_id)
+
+
+def _set_deadline(session: Session, ctx: RunContext, deadline: date, *where: Any) -> None:
+    items = _items(ctx)
+    urgent = (deadline - ctx.today).days <= ctx.judging.refund_warning_days
+    session.execute(
+        update(items)
+        .where(items.c.run_id == ctx.run_id, items.c.exception.is_(True), *where)
+        .values(refund_by=deadline, priority=1 if urgent else 2)
+    )
+
+
+def pending_items(session: Session, ctx: RunContext) -> list[dict[str, Any]]:
+    items = _items(ctx)
+    rows = session.execute(
+        select(items.c.subject, items.c.ref, items.c.reason, items.c.actual_cents, items.c.due_at)
+        .where(items.c.run_id == ctx.run_id, items.c.status == "pending")
+        .order_by(items.c.due_at, items.c.subject, items.c.ref)
+        .limit(LISTED)
+    ).all()
+    return [
+        {
+            "subject": subject,
+            "ref": ref,
+            "reason": reason,
+            "amount_cents": amount,
+            "due_at": as_utc(due).isoformat() if due is not None else None,
+        }
+        for subject, ref, reason, amount, due in rows
+    ]
+
+
+def carried_items(session: Session, ctx: RunContext, direction: str) -> list[dict[str, Any]]:
+    items = _items(ctx)
+    amount = items.c.expected_cents if direction == "in" else items.c.actual_cents
+    rows = session.execute(
+        select(items.c.subject, items.c.ref, amount)
+        .where(items.c.run_id == ctx.run_id, items.c.carried == direction)
+        .order_by(items.c.subject, items.c.ref)
+        .limit(LISTED)
+    ).all()
+    return [{"subject": s, "ref": r, "amount_cents": a} for s, r, a in rows]
+
+
+def unconfirmable(session: Session, ctx: RunContext, sources: Sources) -> list[str]:
+    """Money that waits for a look-up no configured API can make."""
+    if sources.confirm_policy == "none":
+        return []
+    waiting = []
+    for model, api, what in (
+        (PixReceived, sources.qrcode, "Pix received"),
+        (PixRefund, sources.qrcode, "refunds"),
+        (AccountMovement, sources.accounts, "account movements"),
+    ):
+        if api:
+            continue
+        table = table_of(model)
+        n = session.execute(
+            select(func.count()).where(table.c.confirmation == Confirmation.PENDING.value)
+        ).scalar_one()
+        if n:
+            family = "QR code" if model is not AccountMovement else "accounts"
+            waiting.append(
+                f"{n} {what} wait for confirmation, but the {family} API is not configured "
+                "(configure it, or set PIXRECON_CONFIRM_POLICY=none to trust webhooks)"
+            )
+    return waiting
+
+
+def incomplete_because(
+    session: Session, ctx: RunContext, sources: Sources, has_items: bool
+) -> list[str]:
+    reasons = list(sources.problems)
+    if not sources.qrcode and not sources.accounts:
+        reasons.append("no provider API is configured: nothing was checked against it")
+    elif not sources.accounts:
+        reasons.append(
+            "the accounts API is not configured: no statement or balance to check against"
+        )
+    elif has_items and not ctx.statement_known:
+        reasons.append("the provider's statement has no lines for the day")
+    reasons.extend(unconfirmable(session, ctx, sources))
+    return reasons
+
+
+def judge(
+    *,
+    incomplete: list[str],
+    exceptions: int,
+    residual: int | None,
+    pending: int,
+) -> DayVerdict:
+    if incomplete:
+        return DayVerdict.INCOMPLETE
+    if exceptions or residual not in (0, None):
+        return DayVerdict.BREAKS
+    if pending:
+        return DayVerdict.RECONCILED_WITH_PENDING
+    return DayVerdict.RECONCILED

@@ -1,0 +1,153 @@
+"""A business day written item by item, as the provider's notifications and API would
+bring it: each item goes through the real inbox, payload parsing and handlers, so the
+nightly run sees exactly what it would in production. Amounts in centavos; times local to
+São Paulo on the book's day."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Engine, update
+
+from reconcile.db import session_scope
+from reconcile.inbox import NewItem, store_items
+from reconcile.models import Confirmation, PixReceived, Source
+from reconcile.payloads.accounts import accounts_items
+from reconcile.payloads.charges import charge_item
+from reconcile.payloads.pix import PixItem, pix_items
+from reconcile.payloads.statement import statement_item
+from reconcile.processing import process_items
+from reconcile.timeutil import BUSINESS_TZ
+from tests.factories import e2e_id
+
+
+def _reais(cents: int) -> str:
+    return str(Decimal(cents) / 100)
+
+
+@dataclass
+class DayBook:
+    engine: Engine
+    day: date
+    balance: int = 100_000
+    lines: int = 0
+    ids: list[int] = field(default_factory=list)
+
+    def at(self, clock: str, day: date | None = None) -> datetime:
+        hour, minute, *second = (int(part) for part in clock.split(":"))
+        local = time(hour, minute, second[0] if second else 0)
+        return datetime.combine(day or self.day, local, tzinfo=BUSINESS_TZ)
+
+    def _store(self, items: list[NewItem], source: Source) -> None:
+        with session_scope(self.engine) as session:
+            new = store_items(session, items, source=source).new_ids
+        process_items(self.engine, new)
+        self.ids.extend(new)
+
+    def pix(
+        self,
+        cents: int,
+        clock: str,
+        *,
+        webhook: bool = True,
+        polled: bool = True,
+        e2e: str | None = None,
+        refunds: list[dict[str, Any]] | None = None,
+        txid: str | None = None,
+    ) -> str:
+        raw: dict[str, Any] = {
+            "endToEndId": e2e or e2e_id(),
+            "valor": _reais(cents),
+            "horario": self.at(clock).isoformat(),
+        }
+        if txid is not None:
+            raw["txid"] = txid
+        if refunds:
+            raw["devolucoes"] = refunds
+        items = pix_items(PixItem.model_validate(raw), raw)
+        if webhook:
+            self._store(items, Source.WEBHOOK)
+        if polled:
+            self._store(items, Source.POLL)
+        return str(raw["endToEndId"])
+
+    def confirm_all_pix(self) -> None:
+        """What the confirm job does when the API knows every notified Pix."""
+        with session_scope(self.engine) as session:
+            session.execute(
+                update(PixReceived)
+                .where(PixReceived.confirmation == Confirmation.PENDING.value)  # type: ignore[arg-type]
+                .values(confirmation=Confirmation.CONFIRMED.value)
+            )
+
+    def line(
+        self,
+        kind: str,
+        cents: int,
+        clock: str,
+        *,
+        credit: bool,
+        day: date | None = None,
+        **keys: Any,
+    ) -> str:
+        """A statement line with its running balance."""
+        self.lines += 1
+        self.balance += cents if credit else -cents
+        entry = f"line-{self.day.isoformat()}-{self.lines}"
+        raw = {
+            "id": entry,
+            "type": "CREDIT" if credit else "DEBIT",
+            "category": kind,
+            "amount": _reais(cents),
+            "balanceAfter": _reais(self.balance),
+            "createdAt": self.at(clock, day).isoformat(),
+            **keys,
+        }
+        self._store([statement_item(raw)], Source.POLL)
+        return entry
+
+    def transfer(self, data: dict[str, Any], *, webhook: bool = True, polled: bool = False) -> None:
+        items = accounts_items({"type": "TRANSFER", "data": data})
+        if webhook:
+            self._store(items, Source.WEBHOOK)
+        if polled:
+            self._store(items, Source.POLL)
+
+    def payout_data(self, key: str | None, cents: int, clock: str, **extra: Any) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": f"id-{key or e2e_id()}",
+            "endToEndId": None,
+            "status": "LIQUIDATED",
+            "createdAt": self.at(clock).isoformat(),
+            "payment": {"currency": "BRL", "amount": _reais(cents)},
+            "creditDebitType": "DEBIT",
+            **extra,
+        }
+        if key is not None:
+            data["idempotencyKey"] = key
+        return data
+
+    def charge(
+        self,
+        kind: str,
+        txid: str,
+        cents: int,
+        clock: str,
+        terms: dict[str, Any] | None = None,
+        **calendario: Any,
+    ) -> None:
+        """A charge as ``GET /cob`` or ``GET /cobv`` lists it; ``terms`` are a cobv's
+        ``multa``, ``juros``, ``abatimento`` and ``desconto``."""
+        raw = {
+            "txid": txid,
+            "status": "ATIVA",
+            "calendario": {"criacao": self.at(clock).isoformat(), **calendario},
+            "valor": {"original": _reais(cents), **(terms or {})},
+        }
+        self._store([charge_item(kind, raw)], Source.POLL)
+
+    def next_day(self) -> DayBook:
+        return DayBook(self.engine, self.day + timedelta(days=1), self.balance)

@@ -1,0 +1,287 @@
+"""The day's verdict a finance team can sign (docs/design.md §5): every source read and
+agreeing, nothing claimed that is not so. Each test writes a day item by item through the
+real inbox and handlers (``DayBook``) and asserts the verdicts, the bridge and the exit
+code, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+
+from reconcile.confirmation import confirm_pending_movements
+from reconcile.db import session_scope
+from reconcile.matching.judgement import DayVerdict, Sources
+from reconcile.models import AccountMovement, ReconciliationItem
+from reconcile.nightly import NightlyResult, reconcile_day
+from reconcile.provider.errors import NotFound
+from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, utcnow
+from tests.reconcile.day_book import DayBook
+
+PAST = date(2026, 3, 10)
+START, END = business_day_bounds(PAST)
+AFTER = END + timedelta(hours=2)
+"""A run of ``PAST`` once it is over and its date lag has passed."""
+
+
+def _verdicts(engine: Engine, result: NightlyResult) -> dict[tuple[str, str], ReconciliationItem]:
+    with session_scope(engine) as session:
+        rows = session.execute(
+            select(ReconciliationItem).where(
+                ReconciliationItem.run_id == result.run_id  # type: ignore[arg-type]
+            )
+        ).scalars()
+        return {(row.subject, row.ref): row for row in rows}
+
+
+def _bridge(result: NightlyResult) -> dict[str, dict[str, Any]]:
+    return {row["category"]: row for row in result.report["bridge"]["categories"]}
+
+
+def _clean_day(book: DayBook) -> str:
+    """Pix received (notified, confirmed, booked), a payout and a fee."""
+    e2e = book.pix(15_000, "10:00")
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 15_000, "10:00", credit=True, endToEndId=e2e)
+    book.line("PIX_RECEIVED_FEE", 99, "10:00", credit=False, endToEndId=e2e)
+    book.transfer(book.payout_data("po-1", 5_000, "11:00"), webhook=False, polled=True)
+    book.line("PIX_PAYMENT", 5_000, "11:00", credit=False, idempotencyKey="po-1")
+    return e2e
+
+
+def test_a_clean_day_is_reconciled_and_its_bridge_adds_up(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    opening = book.balance
+    _clean_day(book)
+    result = reconcile_day(engine, PAST, now=AFTER)
+    assert result.verdict is DayVerdict.RECONCILED, result.report
+    assert result.exit_code == 0
+    bridge = result.report["bridge"]
+    assert (bridge["opening_cents"], bridge["closing_cents"]) == (opening, book.balance)
+    assert bridge["residual_cents"] == 0
+    rows = _bridge(result)
+    assert rows["pix_received"]["api_cents"] == rows["pix_received"]["statement_cents"] == 15_000
+    assert rows["payouts"]["api_cents"] == rows["payouts"]["statement_cents"] == 5_000
+    assert rows["fees"]["statement_cents"] == 99
+    assert all(row["difference_cents"] in (0, None) for row in rows.values())
+
+
+def test_a_statement_line_nobody_explains_is_an_exception(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    entry = book.line("ADJUSTMENT", 1_234, "15:00", credit=False)
+    result = reconcile_day(engine, PAST, now=AFTER)
+    line = _verdicts(engine, result)[("statement", entry)]
+    assert (line.status, line.exception, line.actual_cents) == ("unexplained", True, 1_234)
+    assert _bridge(result)["other"]["statement_cents"] == 1_234
+    assert result.report["bridge"]["residual_cents"] == 1_234
+    assert result.verdict is DayVerdict.BREAKS
+    assert result.exit_code == 1
+
+
+def test_a_pix_booked_after_midnight_is_matched_across_the_two_days(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    late = book.pix(7_000, "23:59:30")
+    book.confirm_all_pix()
+    # Run right at midnight: the line is not booked yet, the day is waiting for it.
+    early = reconcile_day(engine, PAST, now=END + timedelta(seconds=10))
+    assert early.verdict is DayVerdict.RECONCILED_WITH_PENDING
+    assert early.exit_code == 1
+    (waiting,) = early.report["pending"]
+    assert (waiting["ref"], waiting["reason"]) == (late, "not in the statement yet")
+    assert datetime.fromisoformat(waiting["due_at"]) == END + timedelta(seconds=300)
+
+    next_day = book.next_day()
+    next_day.line("PIX_RECEIVED", 7_000, "00:00:30", credit=True, endToEndId=late)
+    day = reconcile_day(engine, PAST, now=AFTER)
+    assert day.verdict is DayVerdict.RECONCILED, day.report
+    row = _verdicts(engine, day)[("movement", late)]
+    assert (row.status, row.exception, row.carried) == ("matched", False, "out")
+    assert day.report["carried_out"] == [
+        {"subject": "movement", "ref": late, "amount_cents": 7_000}
+    ]
+    rows = _bridge(day)
+    assert rows["pix_received"]["carried_out_cents"] == 7_000
+    assert rows["pix_received"]["difference_cents"] == 0
+
+    following = reconcile_day(engine, PAST + timedelta(days=1), now=AFTER + timedelta(days=1))
+    row = _verdicts(engine, following)[("movement", late)]
+    assert (row.status, row.exception, row.carried) == ("matched", False, "in")
+    assert following.report["carried_in"] == [
+        {"subject": "movement", "ref": late, "amount_cents": 7_000}
+    ]
+    assert following.verdict is DayVerdict.RECONCILED, following.report
+
+
+class _Payments:
+    """The accounts API as the forged payout meets it: it knows ``po-real`` only."""
+
+    def get_payment_by_key(self, key: str) -> dict[str, Any]:
+        if key != "po-real":
+            raise NotFound(key)
+        return {"status": "LIQUIDATED", "payment": {"amount": "20.00"}}
+
+    def get_payment(self, end_to_end_id: str) -> dict[str, Any]:
+        raise NotFound(end_to_end_id)
+
+
+def test_a_forged_payout_never_counts_and_one_without_a_key_stops_nothing(
+    engine: Engine,
+) -> None:
+    today = utcnow().astimezone(BUSINESS_TZ).date()
+    book = DayBook(engine, today)
+    now = utcnow()
+    clock = now.astimezone(BUSINESS_TZ).strftime("%H:%M:%S")
+    book.transfer(book.payout_data("po-real", 2_000, clock))
+    book.line("PIX_PAYMENT", 2_000, clock, credit=False, idempotencyKey="po-real")
+    book.transfer(book.payout_data("po-forged", 500_000, clock))
+    keyless = book.payout_data(None, 3_000, clock)
+    keyless["id"] = "no-key-at-all"
+    book.transfer(keyless)
+
+    inside = reconcile_day(engine, today)
+    assert inside.report["totals"]["debits"]["api"] == 0
+    pending = {item["ref"]: item for item in inside.report["pending"]}
+    assert set(pending) >= {"po-real", "po-forged"}
+    assert all(pending[ref]["due_at"] is not None for ref in ("po-real", "po-forged"))
+
+    report = confirm_pending_movements(engine, _Payments(), None, grace=timedelta(0))
+    assert report.interrupted is False
+    with session_scope(engine) as session:
+        states = {
+            m.reference: m.confirmation for m in session.execute(select(AccountMovement)).scalars()
+        }
+    assert states["id-po-real"] == "confirmed"
+    assert states["id-po-forged"] == "unconfirmed_webhook"
+    assert states["no-key-at-all"] == "unverifiable"
+
+    after = reconcile_day(engine, today)
+    verdicts = _verdicts(engine, after)
+    assert verdicts[("payout", "po-forged")].status == "unknown_to_provider"
+    assert verdicts[("payout", "po-forged")].exception
+    assert verdicts[("payout", "no-key-at-all")].status == "unknown_to_provider"
+    assert "cannot be asked" in verdicts[("payout", "no-key-at-all")].reason
+    # Only the payout the provider stands behind is money out.
+    assert after.report["totals"]["debits"]["api"] == 2_000
+    assert after.report["totals"]["debits"]["statement"] == 2_000
+    assert after.verdict is DayVerdict.BREAKS, after.report["incomplete_because"]
+
+
+def test_refunds_found_by_polling_and_refused_ones_say_so(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    settled_rtr, refused_rtr = (
+        "D18236120202603101500settled0001",
+        "D18236120202603101500refused0001",
+    )
+    refunds: list[dict[str, Any]] = [
+        {
+            "id": "r-settled",
+            "rtrId": settled_rtr,
+            "valor": "30.00",
+            "natureza": "ORIGINAL",
+            "status": "DEVOLVIDO",
+            "horario": {"solicitacao": book.at("15:00").isoformat()},
+        },
+        {
+            "id": "r-refused",
+            "rtrId": refused_rtr,
+            "valor": "10.00",
+            "natureza": "ORIGINAL",
+            "status": "NAO_REALIZADO",
+            "horario": {"solicitacao": book.at("15:05").isoformat()},
+        },
+    ]
+    e2e = book.pix(10_000, "14:00", webhook=True, polled=False)
+    book.confirm_all_pix()
+    # The provider's own list brings the refunds; no webhook announced them.
+    book.pix(10_000, "14:00", webhook=False, polled=True, e2e=e2e, refunds=refunds)
+    book.line("PIX_RECEIVED", 10_000, "14:00", credit=True, endToEndId=e2e)
+    book.line("PIX_REFUND_SENT", 3_000, "15:00", credit=False, endToEndId=settled_rtr)
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = _verdicts(engine, result)
+    settled = verdicts[("movement", settled_rtr)]
+    assert (settled.status, settled.exception) == ("missing_webhook", False)
+    refused = verdicts[("movement", refused_rtr)]
+    assert (refused.status, refused.exception) == ("matched", False)
+    assert "no money moved" in refused.reason
+    assert verdicts[("movement", e2e)].net_cents == 7_000
+    rows = _bridge(result)
+    assert rows["refunds_sent"]["api_cents"] == rows["refunds_sent"]["statement_cents"] == 3_000
+    assert result.verdict is DayVerdict.RECONCILED, result.report
+
+
+def test_no_provider_configured_is_incomplete_never_reconciled(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    book.pix(5_000, "09:00", polled=False)  # notified, never confirmed: no API to ask
+    result = reconcile_day(engine, PAST, now=AFTER, sources=Sources(qrcode=False, accounts=False))
+    assert result.verdict is DayVerdict.INCOMPLETE
+    assert result.exit_code == 2
+    reasons = " ".join(result.report["incomplete_because"])
+    assert "no provider API is configured" in reasons
+    assert "PIXRECON_CONFIRM_POLICY=none" in reasons
+    trusting = reconcile_day(
+        engine,
+        PAST,
+        now=AFTER,
+        sources=Sources(qrcode=False, accounts=False, confirm_policy="none"),
+    )
+    # Trusting webhooks does not make a statement appear: still nothing to check against.
+    assert trusting.verdict is DayVerdict.INCOMPLETE
+    assert "PIXRECON_CONFIRM_POLICY" not in " ".join(trusting.report["incomplete_because"])
+
+
+def _comparable(result: NightlyResult) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(json.dumps(result.report))
+    report.pop("run_id")
+    return report
+
+
+@pytest.mark.parametrize("weeks_later", [1, 6])
+def test_a_past_day_gives_the_same_answer_whenever_it_is_asked(
+    engine: Engine, weeks_later: int
+) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    # Expire after the day's end: judged as of the day, they are still open.
+    book.charge("cob", "cobexpirestomorrow000000000001", 2_500, "20:00", expiracao=86_400)
+    book.charge(
+        "cobv",
+        "cobvduetomorrow0000000000001",
+        4_000,
+        "08:00",
+        dataDeVencimento=PAST.isoformat(),
+        validadeAposVencimento=1,
+    )
+    first = reconcile_day(engine, PAST, now=AFTER)
+    later = reconcile_day(engine, PAST, now=AFTER + timedelta(weeks=weeks_later))
+    assert _comparable(later) == _comparable(first)
+    assert later.report["charges"] == {"unpaid": 2}
+
+
+def test_a_due_date_charge_paid_late_with_its_fine_and_interest_is_paid(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    # Due five days before, 2% fine and 1% a day of interest: 100.00 owes 107.00 today.
+    terms = {
+        "multa": {"modalidade": 2, "valorPerc": "2.00"},
+        "juros": {"modalidade": 2, "valorPerc": "1.00"},
+    }
+    due = (PAST - timedelta(days=5)).isoformat()
+    for txid, paid in (
+        ("cobvlatewithfine000000000001", 10_700),
+        ("cobvlateoriginal00000000001", 10_000),
+    ):
+        book.charge(
+            "cobv", txid, 10_000, "08:00", terms, dataDeVencimento=due, validadeAposVencimento=30
+        )
+        e2e = book.pix(paid, "12:00", txid=txid, webhook=False)
+        book.line("PIX_RECEIVED", paid, "12:00", credit=True, endToEndId=e2e)
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = _verdicts(engine, result)
+    assert verdicts[("charge", "cobv:cobvlatewithfine000000000001")].status == "paid"
+    short = verdicts[("charge", "cobv:cobvlateoriginal00000000001")]
+    assert (short.status, short.expected_cents, short.actual_cents) == ("underpaid", 10_700, 10_000)
