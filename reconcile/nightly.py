@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Engine, case, delete, func, literal, select, update
+from sqlalchemy import Engine, case, delete, func, literal, select, text, update
 from sqlmodel import Session, col
 
 from reconcile.db import dialect_of, insert_for, session_scope, table_of
@@ -75,14 +75,20 @@ def _statement_known(session: Session, day: date) -> bool:
     return found is not None
 
 
-def _counts(session: Session, run_id: int, subject: str) -> dict[str, int]:
+SUBJECTS = ("movement", "charge", "payout", "infraction", "statement")
+
+
+def _counts(session: Session, run_id: int) -> dict[str, dict[str, int]]:
+    """Verdicts per subject and status, in one pass over the run."""
     items = table_of(ReconciliationItem)
-    rows = session.execute(
-        select(items.c.status, func.count())
-        .where(items.c.run_id == run_id, items.c.subject == subject)
-        .group_by(items.c.status)
-    ).all()
-    return {status: int(n) for status, n in rows}
+    counts: dict[str, dict[str, int]] = {subject: {} for subject in SUBJECTS}
+    for subject, status, n in session.execute(
+        select(items.c.subject, items.c.status, func.count())
+        .where(items.c.run_id == run_id)
+        .group_by(items.c.subject, items.c.status)
+    ):
+        counts.setdefault(subject, {})[status] = int(n)
+    return counts
 
 
 def _duplicates(session: Session, ctx: RunContext) -> int:
@@ -254,6 +260,10 @@ def reconcile_day(
         run_id = run.id
     try:
         with session_scope(engine) as session:
+            if dialect_of(session) == "postgresql":
+                # JIT-compiling each big statement costs more than it saves here (measured
+                # with benchmarks/nightly.py): the statements are few and run once.
+                session.execute(text("SET LOCAL jit = off"))
             ctx = RunContext.for_day(
                 run_id, day, now, _statement_known(session, day), judging or Judging()
             )
@@ -263,28 +273,28 @@ def reconcile_day(
                 if on_step is not None:
                     on_step(name)
                 matcher(session, ctx)
+            if dialect_of(session) == "postgresql":
+                # The run's verdicts were just written (up to millions of rows): without fresh
+                # statistics the planner walks whole indexes for the report's few rows.
+                session.execute(text("ANALYZE reconciliation_item"))
             annotate_pending(session, ctx)
             annotate_priorities(session, ctx)
             drift = balance_drift(session, ctx)
             bridge = day_bridge(session, ctx, drift)
             _sync_cases(session, ctx)
             exceptions = _open_exceptions(session, day, run_id)
-            movements = _counts(session, run_id, "movement")
+            counts = _counts(session, run_id)
             pending = pending_items(session, ctx)
-            all_counts = [
-                movements,
-                *(_counts(session, run_id, s) for s in ("charge", "payout", "infraction")),
-            ]
             incomplete = incomplete_because(
-                session, ctx, sources, has_items=any(any(c.values()) for c in all_counts)
+                session, ctx, sources, has_items=any(any(c.values()) for c in counts.values())
             )
             verdict = judge(
                 incomplete=incomplete,
                 exceptions=len(exceptions),
                 residual=bridge["residual_cents"],
-                pending=sum(counts.get("pending", 0) for counts in all_counts),
+                pending=sum(c.get("pending", 0) for c in counts.values()),
             )
-            movements["duplicate"] = _duplicates(session, ctx)
+            movements = {**counts["movement"], "duplicate": _duplicates(session, ctx)}
             report: dict[str, Any] = {
                 "date": day.isoformat(),
                 "run_id": run_id,
@@ -293,10 +303,10 @@ def reconcile_day(
                 "as_of": ctx.as_of.isoformat(),
                 "incomplete_because": incomplete,
                 "counts": movements,
-                "charges": all_counts[1],
-                "payouts": all_counts[2],
-                "infractions": all_counts[3],
-                "statement": _counts(session, run_id, "statement"),
+                "charges": counts["charge"],
+                "payouts": counts["payout"],
+                "infractions": counts["infraction"],
+                "statement": counts["statement"],
                 "med": med_exposure(session, ctx),
                 "totals": _totals(bridge),
                 "bridge": bridge,

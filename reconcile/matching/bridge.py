@@ -30,9 +30,10 @@ from reconcile.matching.context import (
     RunContext,
     in_categories,
 )
+from reconcile.matching.infractions import case_of_line
 from reconcile.matching.movements import pix_time, refund_time
 from reconcile.matching.payouts import PAID_OUT, RETURNED, is_payout, payout_key, payout_time
-from reconcile.matching.verdicts import COLUMNS
+from reconcile.matching.verdicts import COLUMNS, EXCEPTION_PRIORITY
 from reconcile.models import (
     AccountMovement,
     Confirmation,
@@ -57,7 +58,9 @@ CATEGORIES: tuple[tuple[str, str, int], ...] = (
 COUNTED = Confirmation.counted()
 
 
-def _line_category(S: FromClause, med: ColumnElement[bool]) -> ColumnElement[str]:
+def _line_category(
+    S: FromClause, med: ColumnElement[bool], med_case: ColumnElement[Any]
+) -> ColumnElement[str]:
     """Which category a statement line is, when the key its matcher needs is there;
     ``other`` otherwise."""
     credit, debit = S.c.type == "CREDIT", S.c.type == "DEBIT"
@@ -89,11 +92,7 @@ def _line_category(S: FromClause, med: ColumnElement[bool]) -> ColumnElement[str
             literal("payout_returns", String),
         ),
         (
-            and_(
-                debit,
-                in_categories(S.c.category, INFRACTION_DEBIT),
-                S.c.infraction_id.is_not(None),
-            ),
+            and_(debit, in_categories(S.c.category, INFRACTION_DEBIT), med_case.is_not(None)),
             literal("med_debits", String),
         ),
         else_=literal("other", String),
@@ -111,7 +110,12 @@ def _day_lines(ctx: RunContext) -> FromClause:
             S.c.category,
             S.c.amount_cents,
             func.coalesce(S.c.fee_cents, 0).label("fee_cents"),
-            _line_category(S, S.c.end_to_end_id.in_(med_rtr)).label("bridge"),
+            _line_category(
+                S,
+                S.c.end_to_end_id.in_(med_rtr),
+                # Only MED lines look for their case (a CASE evaluates only its branch).
+                case((S.c.category.in_(INFRACTION_DEBIT), case_of_line()), else_=None),
+            ).label("bridge"),
         )
         .where(ctx.within(S.c.booked_at))
         .subquery("lines")
@@ -138,6 +142,7 @@ def match_statement_lines(session: Session, ctx: RunContext) -> None:
         lines.c.id,
         literal(None, String),
         literal(None, Integer),
+        literal(EXCEPTION_PRIORITY, Integer),
     ).where(lines.c.bridge == "other")
     session.execute(
         table_of(ReconciliationItem).insert().from_select(COLUMNS, rows.order_by(lines.c.entry_id))
@@ -249,11 +254,13 @@ def day_bridge(session: Session, ctx: RunContext, balance: dict[str, Any]) -> di
         .subquery()
     )
     inbox = table_of(InboxItem)
-    # An infraction's debit is the provider's word when the case was read from its API.
+    # A case's debit is the provider's word once the case was read from its API: polled,
+    # or looked up for the Pix it disputes (a notification never names that Pix).
+    read_from_api = or_(inbox.c.poll_count > 0, cases.c.end_to_end_id.is_not(None))
     case_webhook, case_api = session.execute(
         select(
             func.sum(case((inbox.c.webhook_count > 0, cases.c.debited_cents), else_=0)),
-            func.sum(case((inbox.c.poll_count > 0, cases.c.debited_cents), else_=0)),
+            func.sum(case((read_from_api, cases.c.debited_cents), else_=0)),
         ).select_from(cases.outerjoin(inbox, inbox.c.id == cases.c.inbox_item_id))
     ).one()
     figures["med_debits"] = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import ColumnElement, Subquery, and_, func, or_, select
 
@@ -119,18 +120,19 @@ def in_categories(column: ColumnElement[str | None], names: tuple[str, ...]) -> 
 
 def statement_lines(
     ctx: RunContext,
-    key: str,
+    key: str | ColumnElement[Any],
     side: str,
     categories: tuple[str, ...],
     *extra: ColumnElement[bool],
     label: str = "key",
 ) -> Subquery:
     """The statement lines of one side and kind booked from the day's start up to the
-    date lag after its end, summed per ``key`` column: (``label``, ``sid`` — the first
+    date lag after its end, summed per ``key`` (a column name, or an expression over
+    ``statement_entry``): (``label``, ``sid`` — the first
     line, for the record —, ``cents`` — before any netted fee — and ``booked``, the first
     booking instant: after the day's end means carried out to the next day)."""
     S = table_of(StatementEntry)
-    column = S.c[key]
+    column = S.c[key] if isinstance(key, str) else key
     return (
         select(
             column.label(label),

@@ -3,20 +3,34 @@ matched to their cases."""
 
 from __future__ import annotations
 
-from sqlalchemy import String, and_, false, func, literal, or_, select, true
+from sqlalchemy import ColumnElement, String, and_, false, func, literal, or_, select, true
 from sqlmodel import Session
 
 from reconcile.db import table_of
 from reconcile.matching.context import INFRACTION_DEBIT, RunContext, statement_lines
 from reconcile.matching.verdicts import Verdict, insert_verdicts
-from reconcile.models import Infraction
+from reconcile.models import Infraction, StatementEntry
 
 OPEN_STATES = ("OPEN", "ACKNOWLEDGED")
 
 
+def case_of_line() -> ColumnElement[str]:
+    """The MED case a statement debit belongs to: its ``infractionId``, else the case that
+    disputes the Pix the line names (providers do not always say which case debited)."""
+    S, cases = table_of(StatementEntry), table_of(Infraction)
+    by_pix = (
+        select(cases.c.infraction_id)
+        .where(cases.c.end_to_end_id == S.c.end_to_end_id)
+        .order_by(cases.c.infraction_id)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return func.coalesce(S.c.infraction_id, by_pix)
+
+
 def match_infractions(session: Session, ctx: RunContext) -> None:
     case_table = table_of(Infraction)
-    s = statement_lines(ctx, "infraction_id", "DEBIT", INFRACTION_DEBIT, label="case_id")
+    s = statement_lines(ctx, case_of_line(), "DEBIT", INFRACTION_DEBIT, label="case_id")
     # The day's cases: opened or closed that day (by the provider's clock), debited that
     # day, or still open (money at risk is news every day).
     debited_today = select(s.c.case_id)

@@ -106,15 +106,10 @@ def annotate_pending(session: Session, ctx: RunContext) -> None:
 
 
 def annotate_priorities(session: Session, ctx: RunContext) -> None:
-    """Every exception gets a priority; money that may have to go back carries the last day
-    a refund is possible (settlement + the refund window), and comes first when that day
-    is near."""
+    """Money that may have to go back carries the last day a refund is possible
+    (settlement + the refund window), and comes first (priority 1) when that day is near;
+    every other exception keeps the priority it was written with."""
     items = _items(ctx)
-    session.execute(
-        update(items)
-        .where(items.c.run_id == ctx.run_id, items.c.exception.is_(True))
-        .values(priority=2)
-    )
     # A Pix whose money arrived (the statement booked it) that nobody notified, the API
     # denies, or for another amount: the merchant may have to send it back.
     received_here = (
@@ -155,12 +150,18 @@ def _set_deadline(session: Session, ctx: RunContext, deadline: date, *where: Any
 
 def pending_items(session: Session, ctx: RunContext) -> list[dict[str, Any]]:
     items = _items(ctx)
-    rows = session.execute(
-        select(items.c.subject, items.c.ref, items.c.reason, items.c.actual_cents, items.c.due_at)
-        .where(items.c.run_id == ctx.run_id, items.c.status == "pending")
-        .order_by(items.c.due_at, items.c.subject, items.c.ref)
-        .limit(LISTED)
-    ).all()
+    # No ORDER BY in SQL: with a LIMIT, PostgreSQL would walk the run's whole unique index
+    # in (subject, ref) order to find the few pending rows. Few rows: sorted here.
+    rows = sorted(
+        session.execute(
+            select(
+                items.c.subject, items.c.ref, items.c.reason, items.c.actual_cents, items.c.due_at
+            )
+            .where(items.c.run_id == ctx.run_id, items.c.status == "pending")
+            .limit(LISTED)
+        ).all(),
+        key=lambda row: (row[4] is None, row[4] or ctx.end, row[0], row[1]),
+    )
     return [
         {
             "subject": subject,
@@ -179,10 +180,9 @@ def carried_items(session: Session, ctx: RunContext, direction: str) -> list[dic
     rows = session.execute(
         select(items.c.subject, items.c.ref, amount)
         .where(items.c.run_id == ctx.run_id, items.c.carried == direction)
-        .order_by(items.c.subject, items.c.ref)
         .limit(LISTED)
     ).all()
-    return [{"subject": s, "ref": r, "amount_cents": a} for s, r, a in rows]
+    return [{"subject": s, "ref": r, "amount_cents": a} for s, r, a in sorted(rows)]
 
 
 def unconfirmable(session: Session, ctx: RunContext, sources: Sources) -> list[str]:

@@ -38,7 +38,11 @@ COLUMNS = (
     "statement_entry_id",
     "carried",
     "net_cents",
+    "priority",
 )
+# Every exception starts at priority 2; money near its refund deadline is raised to 1
+# afterwards (``reconcile.matching.judgement``).
+EXCEPTION_PRIORITY = 2
 
 
 def insert_verdicts(
@@ -89,6 +93,7 @@ def insert_verdicts(
         statement_id,
         carried if carried is not None else literal(None, String),
         net if net is not None else literal(None, BigInteger),
+        case((exception, literal(EXCEPTION_PRIORITY, Integer)), else_=literal(None, Integer)),
     ).select_from(joined)
     if where is not None:
         rows = rows.where(where)

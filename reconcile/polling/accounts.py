@@ -9,13 +9,13 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 from sqlmodel import col
 
 from reconcile.db import session_scope
 from reconcile.inbox import NewItem
 from reconcile.logs import get_logger
-from reconcile.models import AccountMovement
+from reconcile.models import AccountMovement, Infraction
 from reconcile.payloads.accounts import accounts_items
 from reconcile.payloads.charges import invoice_item
 from reconcile.payloads.statement import balance_item, statement_item
@@ -33,6 +33,7 @@ class AccountsSource(Protocol):
     def iter_infractions(
         self, *, status: str | None = ..., start: datetime | None = ..., end: datetime | None = ...
     ) -> Iterator[dict[str, Any]]: ...
+    def get_infraction(self, infraction_id: str) -> dict[str, Any]: ...
 
 
 def _notification(kind: str) -> Callable[[dict[str, Any]], list[NewItem]]:
@@ -64,6 +65,41 @@ def poll_infractions(
 ) -> PollResult:
     found = api.iter_infractions(start=start, end=end)
     return walk_and_store(engine, found, _notification("INFRACTION"), on_new, what="infraction")
+
+
+def identify_disputed_pix(api: AccountsSource, engine: Engine, *, limit: int = 500) -> PollResult:
+    """An INFRACTION notification names the case, not the Pix it disputes: ask the API for
+    each case still without its ``endToEndId``, so MED debits can be matched to the Pix."""
+    with session_scope(engine) as session:
+        ids = list(
+            session.execute(
+                select(col(Infraction.infraction_id))
+                .where(col(Infraction.end_to_end_id).is_(None))
+                .limit(limit)
+            ).scalars()
+        )
+    result = PollResult()
+    for infraction_id in ids:
+        try:
+            found = api.get_infraction(infraction_id)
+        except NotFound:
+            log.info("infraction_unknown_to_provider")
+            continue
+        result.seen += 1
+        e2e = found.get("endToEndId")
+        if not isinstance(e2e, str) or not e2e:
+            result.invalid += 1
+            continue
+        with session_scope(engine) as session:
+            session.execute(
+                update(Infraction)
+                .where(
+                    col(Infraction.infraction_id) == infraction_id,
+                    col(Infraction.end_to_end_id).is_(None),
+                )
+                .values(end_to_end_id=e2e[:64])
+            )
+    return result
 
 
 def poll_invoices(api: AccountsSource, engine: Engine, on_new: OnNew = None) -> PollResult:

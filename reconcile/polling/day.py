@@ -22,6 +22,7 @@ from reconcile.confirmation import ConfirmReport, PaymentLookup, PixLookup, conf
 from reconcile.matching.judgement import Sources
 from reconcile.polling.accounts import (
     AccountsSource,
+    identify_disputed_pix,
     poll_balance,
     poll_infractions,
     poll_invoices,
@@ -153,6 +154,7 @@ def fetch_window(
         fetched.add("statement", poll_statement(accounts, engine, start, end, on_new))
         step("infractions")
         fetched.add("infractions", poll_infractions(accounts, engine, start, end, on_new))
+        fetched.add("disputed_pix", identify_disputed_pix(accounts, engine))
         step("payouts in flight")
         fetched.add("payouts", poll_pending_payouts(accounts, engine, on_new))
         step("invoices")

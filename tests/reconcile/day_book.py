@@ -116,6 +116,11 @@ class DayBook:
         if polled:
             self._store(items, Source.POLL)
 
+    def infraction(self, data: dict[str, Any], *, webhook: bool = True) -> None:
+        """An INFRACTION notification: the case, without the Pix it disputes."""
+        items = accounts_items({"type": "INFRACTION", "data": data})
+        self._store(items, Source.WEBHOOK if webhook else Source.POLL)
+
     def payout_data(self, key: str | None, cents: int, clock: str, **extra: Any) -> dict[str, Any]:
         data: dict[str, Any] = {
             "id": f"id-{key or e2e_id()}",

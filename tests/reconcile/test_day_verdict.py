@@ -285,3 +285,53 @@ def test_a_due_date_charge_paid_late_with_its_fine_and_interest_is_paid(engine: 
     assert verdicts[("charge", "cobv:cobvlatewithfine000000000001")].status == "paid"
     short = verdicts[("charge", "cobv:cobvlateoriginal00000000001")]
     assert (short.status, short.expected_cents, short.actual_cents) == ("underpaid", 10_700, 10_000)
+
+
+class _Infractions:
+    """The accounts API's infraction look-up: it names the Pix each case disputes."""
+
+    def __init__(self, disputed: dict[str, str]) -> None:
+        self.disputed = disputed
+
+    def get_infraction(self, infraction_id: str) -> dict[str, Any]:
+        if infraction_id not in self.disputed:
+            raise NotFound(infraction_id)
+        return {"id": infraction_id, "endToEndId": self.disputed[infraction_id]}
+
+
+def test_a_med_debit_without_its_case_id_is_matched_by_the_disputed_pix(engine: Engine) -> None:
+    from reconcile.polling.accounts import identify_disputed_pix
+
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    disputed = book.pix(8_000, "11:30", webhook=False)
+    book.line("PIX_RECEIVED", 8_000, "11:30", credit=True, endToEndId=disputed)
+    for case_id, status, debited in (("med-closed", "CLOSED", "80.00"), ("med-open", "OPEN", "0")):
+        book.infraction(
+            {
+                "id": case_id,
+                "status": status,
+                "amount": "80.00",
+                "debitedAmount": debited,
+                "createdAt": book.at("10:00").isoformat(),
+                "closedAt": book.at("16:00").isoformat() if status == "CLOSED" else None,
+            }
+        )
+    api: Any = _Infractions({"med-closed": disputed})
+    found = identify_disputed_pix(api, engine)
+    assert (found.seen, found.invalid) == (1, 0)
+    # The provider's debit names the Pix, not the case.
+    entry = book.line("INFRACTION_DEBIT", 8_000, "16:00", credit=False, endToEndId=disputed)
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = _verdicts(engine, result)
+    assert verdicts[("infraction", "med-closed")].status == "closed"
+    assert ("statement", entry) not in verdicts
+    med = _bridge(result)["med_debits"]
+    assert med["api_cents"] == med["statement_cents"] == 8_000
+    assert result.report["bridge"]["residual_cents"] == 0
+    assert result.report["med"] == {
+        "open_cases": 1,
+        "at_risk_cents": 8_000,
+        "debited_cents": 8_000,
+    }
+    assert verdicts[("infraction", "med-open")].status == "open_case"
