@@ -13,26 +13,13 @@ from rich.console import Console
 from rich.table import Table
 
 from pixrecon.formats import br_date, brl, sp_time
-from reconcile.nightly import NightlyResult
+from reconcile.nightly import EXCEPTION_FIELDS, NightlyResult
 
 
 class ExportFormat(StrEnum):
     csv = "csv"
     json = "json"
 
-
-EXPORT_COLUMNS = (
-    "case_id",
-    "subject",
-    "ref",
-    "status",
-    "state",
-    "reason",
-    "expected_cents",
-    "actual_cents",
-    "priority",
-    "refund_by",
-)
 
 VERDICT_WORDS = {
     "reconciled": "[bold green]reconciled[/]: every source was read and agrees",
@@ -154,6 +141,6 @@ def export_exceptions(result: NightlyResult, kind: ExportFormat, path: Path) -> 
         path.write_text(json.dumps(cases, indent=2) + "\n", encoding="utf-8")
         return
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=EXPORT_COLUMNS)
+        writer = csv.DictWriter(handle, fieldnames=EXCEPTION_FIELDS)
         writer.writeheader()
         writer.writerows(cases)

@@ -16,6 +16,7 @@ from sqlmodel import Session, col
 
 from reconcile.db import dialect_of, insert_for, session_scope, table_of
 from reconcile.matching.amount_due import record_amounts_due
+from reconcile.matching.automatico import judge_recurring_charges
 from reconcile.matching.bridge import day_bridge, match_statement_lines
 from reconcile.matching.charges import match_charges
 from reconcile.matching.context import Judging, RunContext
@@ -47,11 +48,25 @@ MATCHERS: list[tuple[str, Callable[[Session, RunContext], None]]] = [
     ("Pix received", match_received),
     ("refunds", match_refunds),
     ("charges", match_charges),
+    ("Pix Automático", judge_recurring_charges),
     ("payouts", match_payouts),
     ("infractions", match_infractions),
     ("statement lines", match_statement_lines),
 ]
 REMAINING = tuple(state.value for state in CaseState.remaining())
+# What the report says of each open exception, in this order (the CSV export's columns).
+EXCEPTION_FIELDS = (
+    "case_id",
+    "subject",
+    "ref",
+    "status",
+    "state",
+    "reason",
+    "expected_cents",
+    "actual_cents",
+    "priority",
+    "refund_by",
+)
 
 
 @dataclass(frozen=True)
@@ -179,17 +194,7 @@ def _open_exceptions(session: Session, day: date, run_id: int) -> list[dict[str,
         .where(cases.c.business_date == day, cases.c.state.in_(REMAINING))
         .order_by(items.c.priority, cases.c.subject, cases.c.ref)
     ).all()
-    names = (
-        "case_id",
-        "subject",
-        "ref",
-        "status",
-        "state",
-        "reason",
-        "expected_cents",
-        "actual_cents",
-        "priority",
-    )
+    names = EXCEPTION_FIELDS[:-1]
     return [
         {
             **dict(zip(names, row[:-1], strict=True)),

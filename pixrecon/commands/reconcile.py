@@ -90,10 +90,11 @@ def reconcile_command(
     except Exception as exc:
         # Never a traceback, and never exit 1 (which means "exceptions remain"): say what
         # broke, in one line, and where the details went.
-        log.exception("reconcile_crashed")
+        log.debug("reconcile_crashed", exc_info=True)
         raise fail(
             f"the reconciliation stopped on an unexpected error ({type(exc).__name__}: "
-            f"{escape(str(exc))}); nothing was concluded — the details are in the log"
+            f"{escape(str(exc))}); nothing was concluded — PIXRECON_LOG_LEVEL=DEBUG shows "
+            "where it happened"
         ) from None
     finally:
         providers.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from typing import Any
 
 from sqlmodel import Session
 
@@ -46,11 +47,34 @@ def _date(raw: str | None) -> date | None:
         return None
 
 
-def _terms_json(kind: str, charge: Charge) -> str | None:
+def _terms_json(kind: str, charge: Charge, raw: object) -> str | None:
     """A due-date charge's fine, interest, abatement and discount, as received (JSON): what
-    it costs on the day it is paid is worked out when that day is reconciled."""
+    it costs on the day it is paid is worked out when that day is reconciled. A recurring
+    charge's terms are how it is collected: its retry policy and its attempts so far."""
+    if kind == "cobr":
+        return dump_json(collection_terms(raw))
     terms = charge.valor.terms() if kind == "cobv" else None
     return dump_json(terms) if terms is not None else None
+
+
+def collection_terms(raw: object) -> dict[str, Any]:
+    """Of a ``cobr``: ``politicaRetentativa``, each attempt's status, date and rejection
+    code, and the closing rejection (``encerramento.rejeicao``), tolerantly."""
+    data = raw if isinstance(raw, dict) else {}
+    attempts = [t for t in data.get("tentativas") or [] if isinstance(t, dict)]
+
+    def code(holder: object) -> object:
+        rejection = holder.get("rejeicao") if isinstance(holder, dict) else None
+        return rejection.get("codigo") if isinstance(rejection, dict) else None
+
+    return {
+        "politicaRetentativa": data.get("politicaRetentativa"),
+        "tentativas": [
+            {"status": t.get("status"), "data": t.get("dataLiquidacao"), "codigo": code(t)}
+            for t in attempts
+        ],
+        "rejeicao": code(data.get("encerramento")),
+    }
 
 
 def handle_charge(session: Session, item: InboxItem) -> None:
@@ -76,7 +100,7 @@ def handle_charge(session: Session, item: InboxItem) -> None:
             "expires_at": charge.expires_at(),
             "due_date": charge.due_date(),
             "payable_until": charge.payable_until(),
-            "terms": _terms_json(kind, charge),
+            "terms": _terms_json(kind, charge, payload.get("data")),
             "rank": charge.revisao * 10 + STATUS_RANK.get(charge.status, 5),
             "inbox_item_id": item.id,
         },

@@ -64,15 +64,11 @@ class Sources:
     """Sources that failed while fetching the day, in words."""
 
 
-def _items(ctx: RunContext) -> Any:
-    return table_of(ReconciliationItem)
-
-
 def annotate_pending(session: Session, ctx: RunContext) -> None:
     """``due_at`` of each pending item: when it becomes a break if nothing changes — the
     end of its grace period for a look-up, the end of the date lag for a statement line.
     Items waiting for the provider itself (processing) have none."""
-    items = _items(ctx)
+    items = table_of(ReconciliationItem)
     session.execute(
         update(items)
         .where(
@@ -109,7 +105,7 @@ def annotate_priorities(session: Session, ctx: RunContext) -> None:
     """Money that may have to go back carries the last day a refund is possible
     (settlement + the refund window), and comes first (priority 1) when that day is near;
     every other exception keeps the priority it was written with."""
-    items = _items(ctx)
+    items = table_of(ReconciliationItem)
     # A Pix whose money arrived (the statement booked it) that nobody notified, the API
     # denies, or for another amount: the merchant may have to send it back.
     received_here = (
@@ -139,7 +135,7 @@ def annotate_priorities(session: Session, ctx: RunContext) -> None:
 
 
 def _set_deadline(session: Session, ctx: RunContext, deadline: date, *where: Any) -> None:
-    items = _items(ctx)
+    items = table_of(ReconciliationItem)
     urgent = (deadline - ctx.today).days <= ctx.judging.refund_warning_days
     session.execute(
         update(items)
@@ -149,7 +145,7 @@ def _set_deadline(session: Session, ctx: RunContext, deadline: date, *where: Any
 
 
 def pending_items(session: Session, ctx: RunContext) -> list[dict[str, Any]]:
-    items = _items(ctx)
+    items = table_of(ReconciliationItem)
     # No ORDER BY in SQL: with a LIMIT, PostgreSQL would walk the run's whole unique index
     # in (subject, ref) order to find the few pending rows. Few rows: sorted here.
     rows = sorted(
@@ -175,7 +171,7 @@ def pending_items(session: Session, ctx: RunContext) -> list[dict[str, Any]]:
 
 
 def carried_items(session: Session, ctx: RunContext, direction: str) -> list[dict[str, Any]]:
-    items = _items(ctx)
+    items = table_of(ReconciliationItem)
     amount = items.c.expected_cents if direction == "in" else items.c.actual_cents
     rows = session.execute(
         select(items.c.subject, items.c.ref, amount)

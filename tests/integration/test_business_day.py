@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,6 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import SQLModel
 
-from pixrecon.node import Node
-from pixrecon.sandbox_wiring import sandbox_servers
 from reconcile.db import create_db_engine, session_scope
 from reconcile.models import (
     AccountMovement,
@@ -27,12 +24,11 @@ from reconcile.models import (
     ReconciliationItem,
     StatementEntry,
 )
-from reconcile.nightly import NightlyResult, reconcile_day
-from reconcile.timeutil import BUSINESS_TZ, utcnow
-from sandbox.scenario import ScenarioOutcome, load_scenario, run_scenario, scenario_provider
-from sandbox.server import BackgroundServer
-from tests.conftest import SECRET, RunningNode, make_settings, truncate
+from reconcile.nightly import NightlyResult
+from sandbox.scenario import ScenarioOutcome
+from tests.conftest import RunningNode, truncate
 from tests.factories import pix
+from tests.integration.scenario_day import played
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "scenarios" / "business-day.json"
 
@@ -59,47 +55,26 @@ def day(postgres_url: str) -> Iterator[Day]:
     client back off for real), on PostgreSQL as in production."""
     engine = create_db_engine(postgres_url)
     truncate(engine)
-    scenario = load_scenario(EXAMPLE)
-    provider = scenario_provider(scenario)
-    # Yesterday: every event of the day is in the past, so polling can see all of it.
-    yesterday = utcnow().astimezone(BUSINESS_TZ).date() - timedelta(days=1)
-    with sandbox_servers(provider) as urls:
-        settings = make_settings(
-            engine.url.render_as_string(hide_password=False),
-            **urls.fields(),
-            confirm_grace_seconds=0.001,
-            poll_initial_lookback_seconds=3 * 86400,
+    with played(engine, "business-day.json") as played_day:
+        node, outcome = played_day.node, played_day.outcome
+        walk_in = outcome.movement(TAMPERED)
+        claim = pix(
+            e2e=walk_in.key,
+            valor=str(Decimal(walk_in.amount_cents) / 10),
+            txid=None,
+            horario=walk_in.at.isoformat(),
         )
-        with Node(settings, engine) as running, BackgroundServer(running.app) as server:
-            node = RunningNode(running, server)
-            outcome = run_scenario(
-                scenario,
-                provider,
-                qrcode_webhook_url=server.url + "/webhooks/qrcode",
-                accounts_webhook_url=server.url + "/webhooks/accounts",
-                secret_header="X-Webhook-Secret",
-                secret=SECRET,
-                day=yesterday,
-                sleep=lambda _seconds: None,
-            )
-            walk_in = outcome.movement(TAMPERED)
-            claim = pix(
-                e2e=walk_in.key,
-                valor=str(Decimal(walk_in.amount_cents) / 10),
-                txid=None,
-                horario=walk_in.at.isoformat(),
-            )
-            assert node.post_pix({"pix": [claim]}).status_code == 200
+        assert node.post_pix({"pix": [claim]}).status_code == 200
+        node.wait_processed(timeout=20)
+        # What the scheduler does tick after tick. The scenario's API faults (503 bursts,
+        # slow answers, expired tokens) make some ticks fail; later ones retry.
+        jobs = node.node.runtime.jobs
+        for _tick in range(4):
+            jobs.poll_qrcode()
+            jobs.poll_accounts()
             node.wait_processed(timeout=20)
-            # What the scheduler does tick after tick. The scenario's API faults (503
-            # bursts, slow answers, expired tokens) make some ticks fail; later ones retry.
-            jobs = running.runtime.jobs
-            for _tick in range(4):
-                jobs.poll_qrcode()
-                jobs.poll_accounts()
-                node.wait_processed(timeout=20)
-                jobs.confirm()
-            yield Day(node, outcome, reconcile_day(engine, yesterday))
+            jobs.confirm()
+        yield Day(node, outcome, played_day.reconcile())
     engine.dispose()
 
 

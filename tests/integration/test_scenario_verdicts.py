@@ -5,74 +5,28 @@ PostgreSQL."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
-from pixrecon.node import Node
-from pixrecon.sandbox_wiring import sandbox_servers
-from reconcile.db import session_scope
-from reconcile.matching.context import Judging
-from reconcile.models import ReconciliationItem
-from reconcile.nightly import NightlyResult, reconcile_day
-from reconcile.polling.day import sources_of
-from reconcile.timeutil import BUSINESS_TZ, utcnow
-from sandbox.scenario import ScenarioOutcome, load_scenario, run_scenario, scenario_provider
-from sandbox.server import BackgroundServer
-from tests.conftest import SECRET, RunningNode, make_settings
+from reconcile.nightly import NightlyResult
+from sandbox.scenario import ScenarioOutcome
+from tests.integration.scenario_day import played
+from tests.reconcile.day_book import verdicts_of
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "scenarios"
 
 
 def _play(engine: Engine, name: str) -> tuple[ScenarioOutcome, NightlyResult]:
-    scenario = load_scenario(EXAMPLES / name)
-    provider = scenario_provider(scenario)
-    # Yesterday: the whole day is over, and polling can see all of it.
-    yesterday = utcnow().astimezone(BUSINESS_TZ).date() - timedelta(days=1)
-    with sandbox_servers(provider) as urls:
-        settings = make_settings(
-            engine.url.render_as_string(hide_password=False),
-            **urls.fields(),
-            confirm_grace_seconds=0.001,
-            poll_initial_lookback_seconds=3 * 86400,
-        )
-        with Node(settings, engine) as running, BackgroundServer(running.app) as server:
-            node = RunningNode(running, server)
-            outcome = run_scenario(
-                scenario,
-                provider,
-                qrcode_webhook_url=server.url + "/webhooks/qrcode",
-                accounts_webhook_url=server.url + "/webhooks/accounts",
-                secret_header="X-Webhook-Secret",
-                secret=SECRET,
-                day=yesterday,
-                sleep=lambda _seconds: None,
-            )
-            node.wait_processed(timeout=20)
-            jobs = running.runtime.jobs
-            assert jobs.poll_qrcode()
-            assert jobs.poll_accounts()
-            node.wait_processed(timeout=20)
-            assert jobs.confirm()
-            result = reconcile_day(
-                engine,
-                yesterday,
-                judging=Judging.from_settings(settings),
-                sources=sources_of(jobs.providers, settings),
-            )
-    return outcome, result
-
-
-def _verdicts(engine: Engine, result: NightlyResult) -> dict[tuple[str, str], Any]:
-    with session_scope(engine) as session:
-        rows = session.execute(
-            select(ReconciliationItem).where(
-                ReconciliationItem.run_id == result.run_id  # type: ignore[arg-type]
-            )
-        ).scalars()
-        return {(r.subject, r.ref): r for r in rows}
+    with played(engine, name) as day:
+        day.node.wait_processed(timeout=20)
+        jobs = day.node.node.runtime.jobs
+        assert jobs.poll_qrcode()
+        assert jobs.poll_accounts()
+        day.node.wait_processed(timeout=20)
+        assert jobs.confirm()
+        return day.outcome, day.reconcile()
 
 
 def _bridge_explains_the_day(result: NightlyResult) -> dict[str, dict[str, Any]]:
@@ -100,7 +54,7 @@ def test_due_date_charges_are_judged_on_what_was_due_the_day_they_were_paid(
     engine: Engine,
 ) -> None:
     outcome, result = _play(engine, "due-date-charges.json")
-    verdicts = _verdicts(engine, result)
+    verdicts = verdicts_of(engine, result)
     for payment in outcome.payments:
         verdict = verdicts[("charge", f"{payment.kind}:{payment.txid}")]
         assert verdict.status == payment.outcome, payment.ref

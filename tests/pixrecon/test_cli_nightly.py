@@ -141,3 +141,37 @@ def test_a_day_that_cannot_be_fetched_exits_two(env: dict[str, str], tmp_path: P
     assert "could not run" in result.stderr
     bad_date = run_pixrecon("reconcile", "--date", "22/11/2026", env=env, cwd=tmp_path)
     assert bad_date.returncode == 2
+
+
+def test_an_unexpected_error_is_exit_two_in_one_line_never_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logging
+
+    import structlog
+    from typer.testing import CliRunner
+
+    from pixrecon.cli import app
+    from pixrecon.commands import reconcile as command
+    from reconcile.settings import get_settings
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise KeyError("a bug of ours")
+
+    monkeypatch.setattr(command, "reconcile_day", broken)
+    for name, value in clean_env(database_url=f"sqlite:///{tmp_path / 'crash.db'}").items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    # The command configures logging onto the runner's streams, closed after it: give the
+    # rest of this test process its logging back.
+    saved, handlers = structlog.get_config(), logging.getLogger().handlers[:]
+    try:
+        result = CliRunner().invoke(app, ["reconcile", "--date", _today(), "--no-poll"])
+    finally:
+        get_settings.cache_clear()
+        structlog.configure(**saved)
+        logging.getLogger().handlers[:] = handlers
+    assert result.exit_code == 2, result.output
+    assert "unexpected error (KeyError" in result.output
+    assert "Traceback" not in result.output
+    assert not isinstance(result.exception, KeyError)

@@ -10,11 +10,12 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, select, update
 
 from reconcile.db import session_scope
 from reconcile.inbox import NewItem, store_items
-from reconcile.models import Confirmation, PixReceived, Source
+from reconcile.models import Confirmation, PixReceived, ReconciliationItem, Source
+from reconcile.nightly import NightlyResult
 from reconcile.payloads.accounts import accounts_items
 from reconcile.payloads.charges import charge_item
 from reconcile.payloads.pix import PixItem, pix_items
@@ -142,17 +143,31 @@ class DayBook:
         cents: int,
         clock: str,
         terms: dict[str, Any] | None = None,
+        status: str = "ATIVA",
+        extra: dict[str, Any] | None = None,
         **calendario: Any,
     ) -> None:
         """A charge as ``GET /cob`` or ``GET /cobv`` lists it; ``terms`` are a cobv's
         ``multa``, ``juros``, ``abatimento`` and ``desconto``."""
         raw = {
             "txid": txid,
-            "status": "ATIVA",
+            "status": status,
             "calendario": {"criacao": self.at(clock).isoformat(), **calendario},
             "valor": {"original": _reais(cents), **(terms or {})},
+            **(extra or {}),
         }
         self._store([charge_item(kind, raw)], Source.POLL)
 
     def next_day(self) -> DayBook:
         return DayBook(self.engine, self.day + timedelta(days=1), self.balance)
+
+
+def verdicts_of(engine: Engine, result: NightlyResult) -> dict[tuple[str, str], ReconciliationItem]:
+    """The run's verdicts by (subject, ref)."""
+    with session_scope(engine) as session:
+        rows = session.execute(
+            select(ReconciliationItem).where(
+                ReconciliationItem.run_id == result.run_id  # type: ignore[arg-type]
+            )
+        ).scalars()
+        return {(row.subject, row.ref): row for row in rows}

@@ -15,26 +15,16 @@ from sqlalchemy import Engine, select
 from reconcile.confirmation import confirm_pending_movements
 from reconcile.db import session_scope
 from reconcile.matching.judgement import DayVerdict, Sources
-from reconcile.models import AccountMovement, ReconciliationItem
+from reconcile.models import AccountMovement
 from reconcile.nightly import NightlyResult, reconcile_day
 from reconcile.provider.errors import NotFound
 from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, utcnow
-from tests.reconcile.day_book import DayBook
+from tests.reconcile.day_book import DayBook, verdicts_of
 
 PAST = date(2026, 3, 10)
 START, END = business_day_bounds(PAST)
 AFTER = END + timedelta(hours=2)
 """A run of ``PAST`` once it is over and its date lag has passed."""
-
-
-def _verdicts(engine: Engine, result: NightlyResult) -> dict[tuple[str, str], ReconciliationItem]:
-    with session_scope(engine) as session:
-        rows = session.execute(
-            select(ReconciliationItem).where(
-                ReconciliationItem.run_id == result.run_id  # type: ignore[arg-type]
-            )
-        ).scalars()
-        return {(row.subject, row.ref): row for row in rows}
 
 
 def _bridge(result: NightlyResult) -> dict[str, dict[str, Any]]:
@@ -74,7 +64,7 @@ def test_a_statement_line_nobody_explains_is_an_exception(engine: Engine) -> Non
     _clean_day(book)
     entry = book.line("ADJUSTMENT", 1_234, "15:00", credit=False)
     result = reconcile_day(engine, PAST, now=AFTER)
-    line = _verdicts(engine, result)[("statement", entry)]
+    line = verdicts_of(engine, result)[("statement", entry)]
     assert (line.status, line.exception, line.actual_cents) == ("unexplained", True, 1_234)
     assert _bridge(result)["other"]["statement_cents"] == 1_234
     assert result.report["bridge"]["residual_cents"] == 1_234
@@ -99,7 +89,7 @@ def test_a_pix_booked_after_midnight_is_matched_across_the_two_days(engine: Engi
     next_day.line("PIX_RECEIVED", 7_000, "00:00:30", credit=True, endToEndId=late)
     day = reconcile_day(engine, PAST, now=AFTER)
     assert day.verdict is DayVerdict.RECONCILED, day.report
-    row = _verdicts(engine, day)[("movement", late)]
+    row = verdicts_of(engine, day)[("movement", late)]
     assert (row.status, row.exception, row.carried) == ("matched", False, "out")
     assert day.report["carried_out"] == [
         {"subject": "movement", "ref": late, "amount_cents": 7_000}
@@ -109,7 +99,7 @@ def test_a_pix_booked_after_midnight_is_matched_across_the_two_days(engine: Engi
     assert rows["pix_received"]["difference_cents"] == 0
 
     following = reconcile_day(engine, PAST + timedelta(days=1), now=AFTER + timedelta(days=1))
-    row = _verdicts(engine, following)[("movement", late)]
+    row = verdicts_of(engine, following)[("movement", late)]
     assert (row.status, row.exception, row.carried) == ("matched", False, "in")
     assert following.report["carried_in"] == [
         {"subject": "movement", "ref": late, "amount_cents": 7_000}
@@ -160,7 +150,7 @@ def test_a_forged_payout_never_counts_and_one_without_a_key_stops_nothing(
     assert states["no-key-at-all"] == "unverifiable"
 
     after = reconcile_day(engine, today)
-    verdicts = _verdicts(engine, after)
+    verdicts = verdicts_of(engine, after)
     assert verdicts[("payout", "po-forged")].status == "unknown_to_provider"
     assert verdicts[("payout", "po-forged")].exception
     assert verdicts[("payout", "no-key-at-all")].status == "unknown_to_provider"
@@ -202,7 +192,7 @@ def test_refunds_found_by_polling_and_refused_ones_say_so(engine: Engine) -> Non
     book.line("PIX_RECEIVED", 10_000, "14:00", credit=True, endToEndId=e2e)
     book.line("PIX_REFUND_SENT", 3_000, "15:00", credit=False, endToEndId=settled_rtr)
     result = reconcile_day(engine, PAST, now=AFTER)
-    verdicts = _verdicts(engine, result)
+    verdicts = verdicts_of(engine, result)
     settled = verdicts[("movement", settled_rtr)]
     assert (settled.status, settled.exception) == ("missing_webhook", False)
     refused = verdicts[("movement", refused_rtr)]
@@ -281,7 +271,7 @@ def test_a_due_date_charge_paid_late_with_its_fine_and_interest_is_paid(engine: 
         e2e = book.pix(paid, "12:00", txid=txid, webhook=False)
         book.line("PIX_RECEIVED", paid, "12:00", credit=True, endToEndId=e2e)
     result = reconcile_day(engine, PAST, now=AFTER)
-    verdicts = _verdicts(engine, result)
+    verdicts = verdicts_of(engine, result)
     assert verdicts[("charge", "cobv:cobvlatewithfine000000000001")].status == "paid"
     short = verdicts[("charge", "cobv:cobvlateoriginal00000000001")]
     assert (short.status, short.expected_cents, short.actual_cents) == ("underpaid", 10_700, 10_000)
@@ -323,7 +313,7 @@ def test_a_med_debit_without_its_case_id_is_matched_by_the_disputed_pix(engine: 
     # The provider's debit names the Pix, not the case.
     entry = book.line("INFRACTION_DEBIT", 8_000, "16:00", credit=False, endToEndId=disputed)
     result = reconcile_day(engine, PAST, now=AFTER)
-    verdicts = _verdicts(engine, result)
+    verdicts = verdicts_of(engine, result)
     assert verdicts[("infraction", "med-closed")].status == "closed"
     assert ("statement", entry) not in verdicts
     med = _bridge(result)["med_debits"]
@@ -335,3 +325,54 @@ def test_a_med_debit_without_its_case_id_is_matched_by_the_disputed_pix(engine: 
         "debited_cents": 8_000,
     }
     assert verdicts[("infraction", "med-open")].status == "open_case"
+
+
+def _rejected_attempt(day: date) -> dict[str, Any]:
+    return {
+        "status": "REJEITADA",
+        "dataLiquidacao": day.isoformat(),
+        "rejeicao": {"codigo": "AM04"},
+    }
+
+
+def test_a_rejected_pix_automatico_debit_is_an_exception_unless_retries_remain(
+    engine: Engine,
+) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    due = PAST.isoformat()
+    # No retries allowed: the charge is closed as rejected.
+    book.charge(
+        "cobr",
+        "cobrnoretry00000000000000001",
+        3_000,
+        "06:00",
+        status="REJEITADA",
+        extra={
+            "politicaRetentativa": "NAO_PERMITE",
+            "tentativas": [_rejected_attempt(PAST)],
+            "encerramento": {"rejeicao": {"codigo": "AM04"}},
+        },
+        dataDeVencimento=due,
+    )
+    # Three retries allowed within seven days: still collectable.
+    book.charge(
+        "cobr",
+        "cobrretries00000000000000001",
+        4_000,
+        "06:00",
+        extra={"politicaRetentativa": "PERMITE_3R_7D", "tentativas": [_rejected_attempt(PAST)]},
+        dataDeVencimento=due,
+    )
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = verdicts_of(engine, result)
+    closed = verdicts[("charge", "cobr:cobrnoretry00000000000000001")]
+    assert (closed.status, closed.exception) == ("unpaid", True)
+    assert "AM04" in closed.reason
+    retrying = verdicts[("charge", "cobr:cobrretries00000000000000001")]
+    assert (retrying.status, retrying.exception) == ("pending", False)
+    assert "3 more attempt(s) until 17/03/2026" in retrying.reason
+    pending = {item["ref"]: item for item in result.report["pending"]}
+    window_closes = datetime.fromisoformat(pending["cobr:cobrretries00000000000000001"]["due_at"])
+    assert window_closes == business_day_bounds(PAST + timedelta(days=7))[1]
+    assert result.verdict is DayVerdict.BREAKS
