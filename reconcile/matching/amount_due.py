@@ -21,7 +21,8 @@ from sqlmodel import Session
 
 from reconcile.db import table_of
 from reconcile.logs import get_logger
-from reconcile.models import ExpectedPayment, PixReceived
+from reconcile.matching.context import RunContext
+from reconcile.models import ExpectedPayment, PixReceived, ReconciliationItem
 from reconcile.money import CENT, InvalidAmount, parse_amount
 from reconcile.timeutil import BUSINESS_TZ, as_utc
 
@@ -279,3 +280,56 @@ def record_amounts_due(session: Session, start: datetime, end: datetime) -> int:
         session.execute(E.update().where(E.c.id == charge_id).values(amount_due_cents=cents))
         recorded += 1
     return recorded
+
+
+def stated_due_cents(raw_components: str | None) -> int | None:
+    """What the payer's PSP says was due, from a Pix's ``componentesValor``: original plus
+    fine and interest, less abatement and discount. ``None`` when absent or unreadable."""
+    try:
+        components = json.loads(raw_components) if raw_components else None
+    except ValueError:
+        return None
+    if not isinstance(components, Mapping) or not isinstance(components.get("original"), Mapping):
+        return None
+    signs = {"original": 1, "multa": 1, "juros": 1, "abatimento": -1, "desconto": -1}
+    total = Decimal(0)
+    try:
+        for name, sign in signs.items():
+            part = components.get(name)
+            if isinstance(part, Mapping) and part.get("valor") is not None:
+                total += sign * parse_amount(part["valor"])
+    except InvalidAmount:
+        return None
+    return int(total * 100)
+
+
+def flag_disagreeing_components(session: Session, ctx: RunContext) -> None:
+    """A due-date charge the Pix's own breakdown (``componentesValor``) says owed another
+    amount than its terms give: judged against the terms, and raised to a person."""
+    items, E, P = table_of(ReconciliationItem), table_of(ExpectedPayment), table_of(PixReceived)
+    rows = session.execute(
+        select(items.c.id, items.c.reason, E.c.amount_due_cents, P.c.components)
+        .join(E, (E.c.kind == "cobv") & (items.c.ref == "cobv:" + E.c.ref))
+        .join(P, P.c.txid == E.c.txid)
+        .where(
+            items.c.run_id == ctx.run_id,
+            items.c.subject == "charge",
+            E.c.amount_due_cents.is_not(None),
+            P.c.components.is_not(None),
+            P.c.confirmation.in_(COUNTED),
+        )
+    ).all()
+    for item_id, reason, due, raw in rows:
+        stated = stated_due_cents(raw)
+        if stated is None or stated == due:
+            continue
+        session.execute(
+            items.update()
+            .where(items.c.id == item_id)
+            .values(
+                exception=True,
+                priority=2,
+                reason=f"{reason}; the Pix's componentesValor say {stated / 100:.2f} was "
+                f"due, the charge's terms give {due / 100:.2f}: ask the provider",
+            )
+        )

@@ -58,6 +58,7 @@ class DayBook:
         e2e: str | None = None,
         refunds: list[dict[str, Any]] | None = None,
         txid: str | None = None,
+        components: dict[str, Any] | None = None,
     ) -> str:
         raw: dict[str, Any] = {
             "endToEndId": e2e or e2e_id(),
@@ -66,6 +67,8 @@ class DayBook:
         }
         if txid is not None:
             raw["txid"] = txid
+        if components is not None:
+            raw["componentesValor"] = components
         if refunds:
             raw["devolucoes"] = refunds
         items = pix_items(PixItem.model_validate(raw), raw)

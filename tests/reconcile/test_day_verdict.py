@@ -25,6 +25,13 @@ PAST = date(2026, 3, 10)
 START, END = business_day_bounds(PAST)
 AFTER = END + timedelta(hours=2)
 """A run of ``PAST`` once it is over and its date lag has passed."""
+# A due-date charge due five days before ``PAST``, 2% fine and 1% a day of interest: an
+# original of 100.00 owes 107.00 on ``PAST``.
+LATE_TERMS = {
+    "multa": {"modalidade": 2, "valorPerc": "2.00"},
+    "juros": {"modalidade": 2, "valorPerc": "1.00"},
+}
+LATE_DUE = (PAST - timedelta(days=5)).isoformat()
 
 
 def _bridge(result: NightlyResult) -> dict[str, dict[str, Any]]:
@@ -255,12 +262,7 @@ def test_a_past_day_gives_the_same_answer_whenever_it_is_asked(
 def test_a_due_date_charge_paid_late_with_its_fine_and_interest_is_paid(engine: Engine) -> None:
     book = DayBook(engine, PAST)
     _clean_day(book)
-    # Due five days before, 2% fine and 1% a day of interest: 100.00 owes 107.00 today.
-    terms = {
-        "multa": {"modalidade": 2, "valorPerc": "2.00"},
-        "juros": {"modalidade": 2, "valorPerc": "1.00"},
-    }
-    due = (PAST - timedelta(days=5)).isoformat()
+    terms, due = LATE_TERMS, LATE_DUE
     for txid, paid in (
         ("cobvlatewithfine000000000001", 10_700),
         ("cobvlateoriginal00000000001", 10_000),
@@ -376,3 +378,27 @@ def test_a_rejected_pix_automatico_debit_is_an_exception_unless_retries_remain(
     window_closes = datetime.fromisoformat(pending["cobr:cobrretries00000000000000001"]["due_at"])
     assert window_closes == business_day_bounds(PAST + timedelta(days=7))[1]
     assert result.verdict is DayVerdict.BREAKS
+
+
+def test_a_pix_whose_own_breakdown_disagrees_with_the_terms_is_raised(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    terms, due = LATE_TERMS, LATE_DUE
+    breakdowns = {
+        "cobvbreakdownagrees000000001": {"juros": {"valor": "5.00"}},
+        "cobvbreakdowndiffers00000001": {"juros": {"valor": "4.00"}},
+    }
+    for txid, interest in breakdowns.items():
+        book.charge(
+            "cobv", txid, 10_000, "08:00", terms, dataDeVencimento=due, validadeAposVencimento=30
+        )
+        components = {"original": {"valor": "100.00"}, "multa": {"valor": "2.00"}, **interest}
+        e2e = book.pix(10_700, "12:00", txid=txid, webhook=False, components=components)
+        book.line("PIX_RECEIVED", 10_700, "12:00", credit=True, endToEndId=e2e)
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = verdicts_of(engine, result)
+    agrees = verdicts[("charge", "cobv:cobvbreakdownagrees000000001")]
+    assert (agrees.status, agrees.exception) == ("paid", False)
+    differs = verdicts[("charge", "cobv:cobvbreakdowndiffers00000001")]
+    assert (differs.status, differs.exception) == ("paid", True)
+    assert "componentesValor say 106.00 was due, the charge's terms give 107.00" in differs.reason
