@@ -22,14 +22,14 @@ from sqlmodel import Session
 from reconcile.db import table_of
 from reconcile.logs import get_logger
 from reconcile.matching.context import RunContext
-from reconcile.models import ExpectedPayment, PixReceived, ReconciliationItem
+from reconcile.models import Confirmation, ExpectedPayment, PixReceived, ReconciliationItem
 from reconcile.money import CENT, InvalidAmount, parse_amount
 from reconcile.timeutil import BUSINESS_TZ, as_utc
 
 log = get_logger(__name__)
 
-# Pix whose money counts (as in the charges matcher; kept here to avoid an import cycle).
-COUNTED: Final = ("confirmed", "not_required")
+# Pix whose money counts, as in the charges matcher.
+COUNTED: Final = Confirmation.counted()
 HUNDRED: Final = Decimal(100)
 # Day counts for rates per month and per year: the commercial month (30 days) and year
 # (360 days) for calendar days, and Brazil's 252 business days a year (21 a month).

@@ -14,7 +14,7 @@ from datetime import date, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import String, func, literal, select, update
+from sqlalchemy import String, bindparam, func, literal, select, update
 from sqlmodel import Session
 
 from reconcile.db import table_of
@@ -95,9 +95,13 @@ def annotate_pending(session: Session, ctx: RunContext) -> None:
                 source.c.confirmation == Confirmation.PENDING.value,
             )
         ).all()
-        for item_id, since in rows:
+        if rows:
+            # One statement for all of them, not one per pending item.
             session.execute(
-                update(items).where(items.c.id == item_id).values(due_at=as_utc(since) + grace)
+                update(items)
+                .where(items.c.id == bindparam("item_id"))
+                .values(due_at=bindparam("new_due_at")),
+                [{"item_id": i, "new_due_at": as_utc(since) + grace} for i, since in rows],
             )
 
 
