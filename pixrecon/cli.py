@@ -4,7 +4,10 @@ assembled in one explicit list."""
 from __future__ import annotations
 
 import typer
+from pydantic import ValidationError
+from rich.markup import escape
 
+from pixrecon.commands.common import EXIT_COULD_NOT_RUN, err
 from pixrecon.commands.db import db_app
 from pixrecon.commands.demo import demo
 from pixrecon.commands.events import events_app
@@ -34,4 +37,15 @@ app.command()(demo)
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except ValidationError as exc:
+        # A setting with a value it cannot take (read when a command starts): say which
+        # variable and why, in one line each — never a traceback, and never exit 1.
+        for problem in exc.errors():
+            name = "PIXRECON_" + "_".join(str(part) for part in problem["loc"]).upper()
+            err.print(
+                f"[bold red]error:[/] {name}={escape(repr(problem.get('input')))}: "
+                f"{escape(problem['msg'])}"
+            )
+        raise SystemExit(EXIT_COULD_NOT_RUN) from None

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from sqlalchemy import Engine
 
 from pixrecon.bootstrap import StartupError, open_database
@@ -29,6 +30,13 @@ class OutputFormat(StrEnum):
 FormatOption = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="table for people, json for programs")
 ]
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line a person can act on: its kind and the first line of what it
+    says (drivers add lines of background a terminal does not need)."""
+    said = str(exc).strip().splitlines()
+    return escape(f"{type(exc).__name__}: {said[0] if said else ''}")
 
 
 def fail(message: str, code: int = EXIT_COULD_NOT_RUN) -> typer.Exit:

@@ -22,6 +22,7 @@ from pixrecon.commands.common import (
     database_or_exit,
     err,
     fail,
+    one_line,
 )
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.polling.day import configured, fetch_window, poll_resuming
@@ -139,7 +140,7 @@ def poll(
         with Progress(*columns, console=err, transient=True) as progress:
             result = _poll(settings, engine, providers, window, progress)
     except POLL_ERRORS as exc:
-        raise fail(f"the poll could not finish: {type(exc).__name__}: {exc}") from None
+        raise fail(f"the poll could not finish: {one_line(exc)}") from None
     finally:
         providers.close()
     if output is OutputFormat.json:

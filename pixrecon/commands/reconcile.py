@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from pixrecon.bootstrap import StartupError, open_database, setup_logging
-from pixrecon.commands.common import OutputFormat, console, err, fail
+from pixrecon.commands.common import OutputFormat, console, err, fail, one_line
 from pixrecon.report import ExportFormat, export_exceptions, print_report
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.logs import get_logger
@@ -84,17 +84,14 @@ def reconcile_command(
                 sources=sources_of(providers, settings, fetched),
             )
     except RUN_ERRORS as exc:
-        raise fail(
-            f"the reconciliation could not run: {type(exc).__name__}: {escape(str(exc))}"
-        ) from None
+        raise fail(f"the reconciliation could not run: {one_line(exc)}") from None
     except Exception as exc:
         # Never a traceback, and never exit 1 (which means "exceptions remain"): say what
         # broke, in one line, and where the details went.
         log.debug("reconcile_crashed", exc_info=True)
         raise fail(
-            f"the reconciliation stopped on an unexpected error ({type(exc).__name__}: "
-            f"{escape(str(exc))}); nothing was concluded — PIXRECON_LOG_LEVEL=DEBUG shows "
-            "where it happened"
+            f"the reconciliation stopped on an unexpected error ({one_line(exc)}); nothing "
+            "was concluded — PIXRECON_LOG_LEVEL=DEBUG shows where it happened"
         ) from None
     finally:
         providers.close()

@@ -175,3 +175,11 @@ def test_an_unexpected_error_is_exit_two_in_one_line_never_one(
     assert "unexpected error (KeyError" in result.output
     assert "Traceback" not in result.output
     assert not isinstance(result.exception, KeyError)
+
+
+def test_a_setting_it_cannot_take_is_one_line_and_exit_two(tmp_path: Path) -> None:
+    env = clean_env(database_url=f"sqlite:///{tmp_path / 'x.db'}", confirm_policy="maybe")
+    result = run_pixrecon("reconcile", "--date", _today(), env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "PIXRECON_CONFIRM_POLICY='maybe'" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
