@@ -78,6 +78,32 @@ def _bridge(report: dict[str, Any]) -> Table:
     return table
 
 
+def _med(med: dict[str, Any]) -> Table:
+    table = Table(
+        "case",
+        "state",
+        "amount",
+        "blocked",
+        "debited",
+        "deadline",
+        title=(
+            f"MED: {med['open_cases']} open, {brl(med['at_risk_cents'])} at risk "
+            f"({brl(med['blocked_cents'])} blocked); {brl(med['debited_cents'])} debited "
+            "by cases closed this day"
+        ),
+    )
+    for case in med["cases"]:
+        table.add_row(
+            case["case_id"],
+            case["state"],
+            brl(case["amount_cents"]),
+            brl(case["blocked_cents"]),
+            brl(case["debited_cents"]),
+            sp_time(case["deadline_at"]) if case["state"] == "open" else "",
+        )
+    return table
+
+
 def print_report(result: NightlyResult, console: Console) -> None:
     report = result.report
     console.print(
@@ -87,11 +113,8 @@ def print_report(result: NightlyResult, console: Console) -> None:
     console.print(*_counts(report))
     console.print(_bridge(report))
     med = report["med"]
-    if med["open_cases"] or med["debited_cents"]:
-        console.print(
-            f"MED: {med['open_cases']} open cases, {brl(med['at_risk_cents'])} at risk; "
-            f"{brl(med['debited_cents'])} debited by cases closed this day."
-        )
+    if med["cases"]:
+        console.print(_med(med))
     duplicates = report["counts"].get("duplicate", 0)
     if duplicates:
         console.print(f"Deliveries: {duplicates} duplicate webhooks counted (no effect).")

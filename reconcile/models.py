@@ -237,6 +237,13 @@ class InfractionBase(SQLModel):
     provider_updated_at: datetime | None = Field(
         default=None, sa_type=UtcDateTime, description="closedAt, else createdAt"
     )
+    blocked_cents: int | None = Field(
+        default=None, sa_type=BigInteger, description="held by a cautionary block (MED)"
+    )
+    opened_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    deadline_at: datetime | None = Field(
+        default=None, sa_type=UtcDateTime, description="when the case's analysis must end"
+    )
 
 
 class Infraction(InfractionBase, LatestState, table=True):
@@ -250,6 +257,14 @@ class RecurrenceBase(SQLModel):
     id_rec: str = Field(max_length=35)
     status: str = Field(max_length=32)
     status_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    start_date: date | None = Field(default=None, description="calendario.dataInicial")
+    end_date: date | None = Field(default=None, description="calendario.dataFinal")
+    periodicity: str | None = Field(
+        default=None, max_length=16, description="calendario.periodicidade"
+    )
+    amount_cents: int | None = Field(
+        default=None, sa_type=BigInteger, description="valor.valorRec; none: variable"
+    )
 
 
 class Recurrence(RecurrenceBase, LatestState, table=True):

@@ -16,7 +16,7 @@ from sqlmodel import Session, col
 
 from reconcile.db import dialect_of, insert_for, session_scope, table_of
 from reconcile.matching.amount_due import flag_disagreeing_components, record_amounts_due
-from reconcile.matching.automatico import judge_recurring_charges
+from reconcile.matching.automatico import judge_missed_cycles, judge_recurring_charges
 from reconcile.matching.bridge import day_bridge, match_statement_lines
 from reconcile.matching.charges import match_charges
 from reconcile.matching.context import Judging, RunContext
@@ -49,6 +49,7 @@ MATCHERS: list[tuple[str, Callable[[Session, RunContext], None]]] = [
     ("refunds", match_refunds),
     ("charges", match_charges),
     ("Pix Automático", judge_recurring_charges),
+    ("recurrence cycles", judge_missed_cycles),
     ("amounts due", flag_disagreeing_components),
     ("payouts", match_payouts),
     ("infractions", match_infractions),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlmodel import Session
@@ -130,10 +131,23 @@ def _infraction_amount(
     return None
 
 
+# The MED's analysis period: the receiving PSP has seven days from the case's opening
+# (Regulamento Pix, MED). Used when the provider does not state the deadline itself.
+MED_ANALYSIS = timedelta(days=7)
+
+
+def _deadline(raw: dict[str, Any], opened: datetime | None) -> datetime | None:
+    stated = parse_timestamp(raw.get("analysisDeadline") or raw.get("deadline"))
+    if stated is not None:
+        return stated
+    return opened + MED_ANALYSIS if opened is not None else None
+
+
 def handle_infraction(session: Session, item: InboxItem) -> None:
     _, raw = _data(item)
     data = validate(InfractionData, raw, "INFRACTION notification")
     assert data.id is not None
+    opened = parse_timestamp(raw.get("createdAt"))
     upsert_latest(
         session,
         Infraction,
@@ -147,6 +161,9 @@ def handle_infraction(session: Session, item: InboxItem) -> None:
             else None,
             "debited_cents": _infraction_amount(raw, ("debitedAmount", "debited_amount")),
             "provider_updated_at": parse_timestamp(raw.get("closedAt") or raw.get("createdAt")),
+            "blocked_cents": _infraction_amount(raw, ("blockedAmount", "blocked_amount")),
+            "opened_at": opened,
+            "deadline_at": _deadline(raw, opened),
             "rank": INFRACTION_RANK.get(data.status.upper(), 0),
             "inbox_item_id": item.id,
         },

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+from datetime import date
+from typing import Any
+
 from sqlmodel import Session
 
 from reconcile.handlers.common import parse_payload, upsert_latest, validate
 from reconcile.models import InboxItem, Recurrence, RecurringCharge
+from reconcile.money import InvalidAmount, parse_amount, to_cents
 from reconcile.payloads.automatico import CobRNotification, RecNotification
 from reconcile.timeutil import parse_timestamp
 
@@ -15,8 +20,36 @@ def _millis(raw: str) -> int:
     return int(when.timestamp() * 1000) if when is not None else 0
 
 
+def _date(value: Any) -> date | None:
+    try:
+        return date.fromisoformat(value[:10]) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def calendar_of(raw: dict[str, Any]) -> dict[str, Any]:
+    """The recurrence's calendar and fixed amount, when the body carries them (the API's
+    ``Rec`` does; a bare status notification may not). Absent fields are left out, so a
+    later notification without them keeps what an earlier one told."""
+    found: dict[str, Any] = {}
+    calendario = raw.get("calendario")
+    if isinstance(calendario, dict):
+        for column, name in (("start_date", "dataInicial"), ("end_date", "dataFinal")):
+            if (when := _date(calendario.get(name))) is not None:
+                found[column] = when
+        periodicity = calendario.get("periodicidade")
+        if isinstance(periodicity, str) and 0 < len(periodicity) <= 16:
+            found["periodicity"] = periodicity.upper()
+    valor = raw.get("valor")
+    if isinstance(valor, dict) and valor.get("valorRec") is not None:
+        with contextlib.suppress(InvalidAmount):
+            found["amount_cents"] = to_cents(parse_amount(valor["valorRec"]))
+    return found
+
+
 def handle_rec(session: Session, item: InboxItem) -> None:
-    rec = validate(RecNotification, parse_payload(item), "recurrence")
+    raw = parse_payload(item)
+    rec = validate(RecNotification, raw, "recurrence")
     updated = rec.updated()
     upsert_latest(
         session,
@@ -28,6 +61,7 @@ def handle_rec(session: Session, item: InboxItem) -> None:
             "status_at": parse_timestamp(updated),
             "rank": _millis(updated),
             "inbox_item_id": item.id,
+            **(calendar_of(raw) if isinstance(raw, dict) else {}),
         },
     )
 

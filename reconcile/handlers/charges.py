@@ -58,8 +58,9 @@ def _terms_json(kind: str, charge: Charge, raw: object) -> str | None:
 
 
 def collection_terms(raw: object) -> dict[str, Any]:
-    """Of a ``cobr``: ``politicaRetentativa``, each attempt's status, date and rejection
-    code, and the closing rejection (``encerramento.rejeicao``), tolerantly."""
+    """Of a ``cobr``: its recurrence (``idRec``), ``politicaRetentativa``, each attempt's
+    status, date and rejection code, and the closing rejection (``encerramento.rejeicao``),
+    tolerantly."""
     data = raw if isinstance(raw, dict) else {}
     attempts = [t for t in data.get("tentativas") or [] if isinstance(t, dict)]
 
@@ -68,6 +69,7 @@ def collection_terms(raw: object) -> dict[str, Any]:
         return rejection.get("codigo") if isinstance(rejection, dict) else None
 
     return {
+        "idRec": data.get("idRec"),
         "politicaRetentativa": data.get("politicaRetentativa"),
         "tentativas": [
             {"status": t.get("status"), "data": t.get("dataLiquidacao"), "codigo": code(t)}

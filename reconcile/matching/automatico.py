@@ -1,6 +1,7 @@
 """Pix Automático: a recurring charge (``cobr``) is collected by debit attempts. A rejected
 attempt is news a person must act on — unless the charge's retry policy still allows
-attempts, in which case it is pending until its last retry window closes.
+attempts, in which case it is pending until its last retry window closes. A cycle of a
+recurrence for which no charge was ever created is a missed cycle.
 
 Runs after the charges matcher, over the few recurring charges it judged unpaid or
 expired; their retry policy and attempts are the ``terms`` stored with each charge."""
@@ -8,15 +9,22 @@ expired; their retry policy and attempts are the ``terms`` stored with each char
 from __future__ import annotations
 
 import json
+from calendar import monthrange
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 from sqlmodel import Session
 
 from reconcile.db import table_of
 from reconcile.matching.context import RunContext
-from reconcile.models import ExpectedPayment, ReconciliationItem
+from reconcile.matching.verdicts import EXCEPTION_PRIORITY
+from reconcile.models import (
+    ExpectedPayment,
+    ReconciliationItem,
+    Recurrence,
+    RecurringCharge,
+)
 from reconcile.timeutil import business_day_bounds
 
 # The BCB's retry policies: attempts allowed in all, and the days after the due date
@@ -79,3 +87,102 @@ def judge_recurring_charges(session: Session, ctx: RunContext) -> None:
                 "reason": f"{why}, and no attempt is left: ask the payer to pay otherwise",
             }
         session.execute(update(items).where(items.c.id == item_id).values(**values))
+
+
+_NAMES = {
+    "SEMANAL": "weekly",
+    "MENSAL": "monthly",
+    "TRIMESTRAL": "quarterly",
+    "SEMESTRAL": "half-yearly",
+    "ANUAL": "yearly",
+}
+# Months between two cycles; a week is counted in days.
+_MONTHS = {"MENSAL": 1, "TRIMESTRAL": 3, "SEMESTRAL": 6, "ANUAL": 12}
+
+
+def cycle_on_or_before(start: date, periodicity: str, day: date) -> tuple[date, date] | None:
+    """The recurrence's cycle due on or before ``day`` and the next one's date, counted
+    from ``calendario.dataInicial`` (a monthly cycle started on the 31st falls on the last
+    day of shorter months)."""
+    if day < start:
+        return None
+    if periodicity == "SEMANAL":
+        cycle = start + timedelta(days=(day - start).days // 7 * 7)
+        return cycle, cycle + timedelta(days=7)
+    months = _MONTHS.get(periodicity)
+    if months is None:
+        return None
+
+    def nth(n: int) -> date:
+        total = start.month - 1 + n * months
+        year, month = start.year + total // 12, total % 12 + 1
+        return date(year, month, min(start.day, monthrange(year, month)[1]))
+
+    n = ((day.year - start.year) * 12 + day.month - start.month) // months
+    while nth(n) > day:
+        n -= 1
+    return nth(n), nth(n + 1)
+
+
+def _charged(session: Session, id_rec: str, due: date, following: date) -> bool:
+    """Whether a recurring charge of the recurrence falls due within the cycle; the charge
+    names its recurrence in its own terms (polled) or in its collection state (notified)."""
+    charges, cobrs = table_of(ExpectedPayment), table_of(RecurringCharge)
+    notified = select(cobrs.c.txid).where(cobrs.c.id_rec == id_rec)
+    rows = session.execute(
+        select(charges.c.ref.in_(notified), charges.c.terms).where(
+            charges.c.kind == "cobr",
+            charges.c.due_date >= due,
+            charges.c.due_date < following,
+        )
+    ).all()
+    return any(known or _terms(terms).get("idRec") == id_rec for known, terms in rows)
+
+
+def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
+    """A cycle of an approved recurrence that falls on the day with no recurring charge due
+    within it: the merchant's system never asked for the money, and nobody will pay it.
+    Judged on the cycle's own date only, so each cycle is raised once, by the day it
+    belongs to (a charge due the next business day after a weekend counts)."""
+    recs = table_of(Recurrence)
+    found = session.execute(
+        select(
+            recs.c.id_rec,
+            recs.c.start_date,
+            recs.c.end_date,
+            recs.c.periodicity,
+            recs.c.amount_cents,
+            recs.c.inbox_item_id,
+        ).where(
+            recs.c.status == "APROVADA",
+            recs.c.start_date <= ctx.day,
+            recs.c.periodicity.is_not(None),
+        )
+    ).all()
+    missed: list[dict[str, Any]] = []
+    for id_rec, start, end, periodicity, amount, inbox_item_id in found:
+        cycle = cycle_on_or_before(start, periodicity, ctx.day)
+        if cycle is None or cycle[0] != ctx.day or (end is not None and end < ctx.day):
+            continue
+        due, following = cycle
+        if _charged(session, id_rec, due, following):
+            continue
+        missed.append(
+            {
+                "run_id": ctx.run_id,
+                "subject": "recurrence",
+                "ref": f"rec:{id_rec}:{due.isoformat()}",
+                "status": "missed_cycle",
+                "exception": True,
+                "reason": f"the {_NAMES.get(periodicity, periodicity)} cycle due "
+                f"{due.strftime('%d/%m/%Y')} has no recurring charge: nothing will be "
+                "debited; create the charge for the next cycle and ask the payer about "
+                "this one",
+                "expected_cents": amount,
+                "source": "poll",
+                "inbox_item_id": inbox_item_id,
+                "priority": EXCEPTION_PRIORITY,
+            }
+        )
+    if missed:
+        session.execute(insert(table_of(ReconciliationItem)), missed)

@@ -3,20 +3,41 @@ matched to their cases."""
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, String, and_, false, func, literal, or_, select, true
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    String,
+    and_,
+    case,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+)
 from sqlmodel import Session
 
 from reconcile.db import table_of
-from reconcile.matching.context import INFRACTION_DEBIT, RunContext, statement_lines
+from reconcile.matching.context import (
+    INFRACTION_DEBIT,
+    RunContext,
+    in_categories,
+    statement_lines,
+)
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import Infraction, StatementEntry
+from reconcile.timeutil import as_utc
 
 OPEN_STATES = ("OPEN", "ACKNOWLEDGED")
 
 
 def case_of_line() -> ColumnElement[str]:
-    """The MED case a statement debit belongs to: its ``infractionId``, else the case that
-    disputes the Pix the line names (providers do not always say which case debited)."""
+    """The MED case a statement debit belongs to: its ``infractionId``; else the case that
+    disputes the Pix the line names; else, for a bare line, the one case whose debit has
+    that amount and that no other line names (providers do not always say which case
+    debited). Two such cases of one amount stay unmatched: guessing would be a lie."""
     S, cases = table_of(StatementEntry), table_of(Infraction)
     by_pix = (
         select(cases.c.infraction_id)
@@ -25,7 +46,37 @@ def case_of_line() -> ColumnElement[str]:
         .limit(1)
         .scalar_subquery()
     )
-    return func.coalesce(S.c.infraction_id, by_pix)
+    other, candidate = S.alias("named_line"), cases.alias("by_amount")
+    named = (
+        select(other.c.id)
+        .where(
+            other.c.type == "DEBIT",
+            in_categories(other.c.category, INFRACTION_DEBIT),
+            or_(
+                other.c.infraction_id == candidate.c.infraction_id,
+                other.c.end_to_end_id == candidate.c.end_to_end_id,
+            ),
+        )
+        .exists()
+    )
+    debit = func.coalesce(func.nullif(candidate.c.debited_cents, 0), candidate.c.amount_cents)
+    by_amount = (
+        select(case((func.count() == 1, func.min(candidate.c.infraction_id)), else_=None))
+        .where(debit == S.c.amount_cents, ~named)
+        .scalar_subquery()
+    )
+    return func.coalesce(S.c.infraction_id, by_pix, by_amount)
+
+
+def open_at_end(cases: Any, ctx: RunContext) -> ColumnElement[bool]:
+    """Open as the day ended: opened by then, and not closed before it (a case closed since
+    still counts as open for that day, so a re-run weeks later says the same)."""
+    changed = func.coalesce(cases.c.provider_updated_at, cases.c.updated_at)
+    opened = func.coalesce(cases.c.opened_at, changed)
+    return and_(
+        opened < ctx.as_of,
+        or_(cases.c.status.in_(OPEN_STATES), changed >= ctx.as_of),
+    )
 
 
 def match_infractions(session: Session, ctx: RunContext) -> None:
@@ -41,7 +92,7 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
                 ctx.within(
                     func.coalesce(case_table.c.provider_updated_at, case_table.c.updated_at)
                 ),
-                case_table.c.status.in_(OPEN_STATES),
+                open_at_end(case_table, ctx),
                 case_table.c.infraction_id.in_(debited_today),
             )
         )
@@ -57,7 +108,7 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
             "an infraction debit in the statement with no case known",
         ),
         (
-            cases.c.status.in_(OPEN_STATES),
+            open_at_end(cases, ctx),
             "open_case",
             True,
             "an open MED case: the amount is at risk",
@@ -92,21 +143,48 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
     )
 
 
-def med_exposure(session: Session, ctx: RunContext) -> dict[str, int]:
-    """MED money at the end of the day: at risk in open cases, and debited by the cases
-    closed that day (the provider's word)."""
+def med_exposure(session: Session, ctx: RunContext) -> dict[str, Any]:
+    """MED money as the day ended: at risk in open cases and how much of it the provider
+    blocked, and debited by the cases closed that day (the provider's word); each of those
+    cases with its deadline, the soonest first."""
     cases = table_of(Infraction)
-    at_risk, open_cases = session.execute(
-        select(func.sum(cases.c.amount_cents), func.count()).where(cases.c.status.in_(OPEN_STATES))
-    ).one()
-    debited = session.execute(
-        select(func.sum(cases.c.debited_cents)).where(
-            ctx.within(func.coalesce(cases.c.provider_updated_at, cases.c.updated_at)),
-            cases.c.status.not_in(OPEN_STATES),
+    changed = func.coalesce(cases.c.provider_updated_at, cases.c.updated_at)
+    is_open = open_at_end(cases, ctx)
+    closed_today = and_(ctx.within(changed), ~is_open)
+    rows = session.execute(
+        select(
+            cases.c.infraction_id,
+            is_open.label("open"),
+            cases.c.status,
+            cases.c.amount_cents,
+            cases.c.blocked_cents,
+            cases.c.debited_cents,
+            cases.c.end_to_end_id,
+            cases.c.opened_at,
+            cases.c.deadline_at,
         )
-    ).scalar_one()
+        .where(or_(is_open, closed_today))
+        .order_by(cases.c.deadline_at, cases.c.infraction_id)
+    ).all()
+    listed = [
+        {
+            "case_id": row.infraction_id,
+            "state": "open" if row.open else "closed",
+            "status": row.status,
+            "end_to_end_id": row.end_to_end_id,
+            "amount_cents": row.amount_cents or 0,
+            "blocked_cents": row.blocked_cents or 0,
+            "debited_cents": 0 if row.open else (row.debited_cents or 0),
+            "opened_at": as_utc(row.opened_at).isoformat() if row.opened_at else None,
+            "deadline_at": as_utc(row.deadline_at).isoformat() if row.deadline_at else None,
+        }
+        for row in rows
+    ]
+    still_open = [case for case in listed if case["state"] == "open"]
     return {
-        "open_cases": int(open_cases or 0),
-        "at_risk_cents": int(at_risk or 0),
-        "debited_cents": int(debited or 0),
+        "open_cases": len(still_open),
+        "at_risk_cents": sum(case["amount_cents"] for case in still_open),
+        "blocked_cents": sum(case["blocked_cents"] for case in still_open),
+        "debited_cents": sum(case["debited_cents"] for case in listed),
+        "cases": listed,
     }

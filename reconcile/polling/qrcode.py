@@ -1,5 +1,6 @@
-"""Polling the QR code API: the Pix received (``GET /pix``) and the charges the merchant
-created (``cob``, ``cobv``, ``cobr``: what the merchant expects to be paid)."""
+"""Polling the QR code API: the Pix received (``GET /pix``), the charges the merchant
+created (``cob``, ``cobv``, ``cobr``: what the merchant expects to be paid) and the Pix
+Automático recurrences (``rec``: their calendars say which cycles need a charge)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, Protocol
 from sqlalchemy import Engine
 
 from reconcile.inbox import NewItem
+from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
 from reconcile.payloads.charges import charge_item
 from reconcile.payloads.pix import PixItem, pix_items
 from reconcile.polling.store import OnNew, PollResult, walk_and_store
@@ -23,6 +25,7 @@ class QrCodeSource(Protocol):
     def list_cobs(self, inicio: datetime, fim: datetime) -> Iterator[dict[str, Any]]: ...
     def list_cobvs(self, inicio: datetime, fim: datetime) -> Iterator[dict[str, Any]]: ...
     def list_cobrs(self, inicio: datetime, fim: datetime) -> Iterator[dict[str, Any]]: ...
+    def list_recs(self, inicio: datetime, fim: datetime) -> Iterator[dict[str, Any]]: ...
 
 
 def _received(raw: dict[str, Any]) -> list[NewItem]:
@@ -49,7 +52,7 @@ def poll_received_pix(
 def poll_charges(
     api: QrCodeSource, engine: Engine, start: datetime, end: datetime, on_new: OnNew = None
 ) -> dict[str, PollResult]:
-    """Every charge created in [start, end], by kind."""
+    """Every charge and recurrence created in [start, end], by kind."""
     return {
         kind: walk_and_store(
             engine, listing(start, end), partial(_one_charge, kind), on_new, what=kind
@@ -58,9 +61,16 @@ def poll_charges(
             ("cob", api.list_cobs),
             ("cobv", api.list_cobvs),
             ("cobr", api.list_cobrs),
+            ("rec", api.list_recs),
         )
     }
 
 
 def _one_charge(kind: str, raw: dict[str, Any]) -> list[NewItem]:
+    # A recurring charge is both a charge expected to be paid and the state of its
+    # collection (the same item its webhook would have made, so the two deduplicate).
+    if kind == "rec":
+        return rec_callback_items(raw)
+    if kind == "cobr":
+        return [charge_item(kind, raw), *cobr_callback_items(raw)]
     return [charge_item(kind, raw)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -33,14 +33,19 @@ class PlayedDay:
     settings: Settings
     day: date
 
-    def reconcile(self) -> NightlyResult:
+    def reconcile(self, now: datetime | None = None) -> NightlyResult:
         """The nightly run, with the node's judging rules and sources."""
         return reconcile_day(
             self.node.node.engine,
             self.day,
+            now=now,
             judging=Judging.from_settings(self.settings),
             sources=sources_of(self.node.node.runtime.jobs.providers, self.settings),
         )
+
+    @staticmethod
+    def node_now() -> datetime:
+        return utcnow()
 
 
 @contextmanager

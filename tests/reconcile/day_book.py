@@ -17,6 +17,7 @@ from reconcile.inbox import NewItem, store_items
 from reconcile.models import Confirmation, PixReceived, ReconciliationItem, Source
 from reconcile.nightly import NightlyResult
 from reconcile.payloads.accounts import accounts_items
+from reconcile.payloads.automatico import rec_callback_items
 from reconcile.payloads.charges import charge_item
 from reconcile.payloads.pix import PixItem, pix_items
 from reconcile.payloads.statement import statement_item
@@ -25,7 +26,7 @@ from reconcile.timeutil import BUSINESS_TZ
 from tests.factories import e2e_id
 
 
-def _reais(cents: int) -> str:
+def reais(cents: int) -> str:
     return str(Decimal(cents) / 100)
 
 
@@ -62,7 +63,7 @@ class DayBook:
     ) -> str:
         raw: dict[str, Any] = {
             "endToEndId": e2e or e2e_id(),
-            "valor": _reais(cents),
+            "valor": reais(cents),
             "horario": self.at(clock).isoformat(),
         }
         if txid is not None:
@@ -105,8 +106,8 @@ class DayBook:
             "id": entry,
             "type": "CREDIT" if credit else "DEBIT",
             "category": kind,
-            "amount": _reais(cents),
-            "balanceAfter": _reais(self.balance),
+            "amount": reais(cents),
+            "balanceAfter": reais(self.balance),
             "createdAt": self.at(clock, day).isoformat(),
             **keys,
         }
@@ -131,7 +132,7 @@ class DayBook:
             "endToEndId": None,
             "status": "LIQUIDATED",
             "createdAt": self.at(clock).isoformat(),
-            "payment": {"currency": "BRL", "amount": _reais(cents)},
+            "payment": {"currency": "BRL", "amount": reais(cents)},
             "creditDebitType": "DEBIT",
             **extra,
         }
@@ -156,10 +157,24 @@ class DayBook:
             "txid": txid,
             "status": status,
             "calendario": {"criacao": self.at(clock).isoformat(), **calendario},
-            "valor": {"original": _reais(cents), **(terms or {})},
+            "valor": {"original": reais(cents), **(terms or {})},
             **(extra or {}),
         }
         self._store([charge_item(kind, raw)], Source.POLL)
+
+    def recurrence(
+        self, id_rec: str, start: date, periodicity: str, cents: int | None = None
+    ) -> None:
+        """An approved Pix Automático recurrence as ``GET /rec`` lists it."""
+        raw: dict[str, Any] = {
+            "idRec": id_rec,
+            "status": "APROVADA",
+            "calendario": {"dataInicial": start.isoformat(), "periodicidade": periodicity},
+            "atualizacao": [{"status": "APROVADA", "data": self.at("06:00").isoformat()}],
+        }
+        if cents is not None:
+            raw["valor"] = {"valorRec": reais(cents)}
+        self._store(rec_callback_items(raw), Source.POLL)
 
     def next_day(self) -> DayBook:
         return DayBook(self.engine, self.day + timedelta(days=1), self.balance)

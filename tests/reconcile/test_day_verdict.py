@@ -10,16 +10,19 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import Engine, select
 
 from reconcile.confirmation import confirm_pending_movements
 from reconcile.db import session_scope
+from reconcile.matching.automatico import cycle_on_or_before
 from reconcile.matching.judgement import DayVerdict, Sources
 from reconcile.models import AccountMovement
 from reconcile.nightly import NightlyResult, reconcile_day
 from reconcile.provider.errors import NotFound
 from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, utcnow
-from tests.reconcile.day_book import DayBook, verdicts_of
+from tests.reconcile.day_book import DayBook, reais, verdicts_of
 
 PAST = date(2026, 3, 10)
 START, END = business_day_bounds(PAST)
@@ -321,11 +324,16 @@ def test_a_med_debit_without_its_case_id_is_matched_by_the_disputed_pix(engine: 
     med = _bridge(result)["med_debits"]
     assert med["api_cents"] == med["statement_cents"] == 8_000
     assert result.report["bridge"]["residual_cents"] == 0
-    assert result.report["med"] == {
-        "open_cases": 1,
-        "at_risk_cents": 8_000,
-        "debited_cents": 8_000,
-    }
+    med_report = result.report["med"]
+    assert (med_report["open_cases"], med_report["at_risk_cents"]) == (1, 8_000)
+    assert med_report["debited_cents"] == 8_000
+    by_case = {case["case_id"]: case for case in med_report["cases"]}
+    assert by_case["med-open"]["state"] == "open"
+    # The provider stated no deadline: the MED's seven days of analysis from the opening.
+    deadline = datetime.fromisoformat(by_case["med-open"]["deadline_at"])
+    assert deadline == book.at("10:00") + timedelta(days=7)
+    assert by_case["med-closed"]["state"] == "closed"
+    assert by_case["med-closed"]["debited_cents"] == 8_000
     assert verdicts[("infraction", "med-open")].status == "open_case"
 
 
@@ -402,3 +410,104 @@ def test_a_pix_whose_own_breakdown_disagrees_with_the_terms_is_raised(engine: En
     differs = verdicts[("charge", "cobv:cobvbreakdowndiffers00000001")]
     assert (differs.status, differs.exception) == ("paid", True)
     assert "componentesValor say 106.00 was due, the charge's terms give 107.00" in differs.reason
+
+
+def test_a_cycle_with_no_recurring_charge_is_a_missed_cycle(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    # Weekly since a week ago: a cycle falls on the day, and no charge was created for it.
+    book.recurrence("RN1234567820260303missed00001", PAST - timedelta(days=7), "SEMANAL", 2_990)
+    # Monthly since a month ago, with its charge due on the day: nothing missed.
+    charged = "RN1234567820260210charged0001"
+    book.recurrence(charged, date(2026, 2, 10), "MENSAL", 4_900)
+    book.charge(
+        "cobr",
+        "cobrcharged000000000000000001",
+        4_900,
+        "06:00",
+        extra={"idRec": charged, "politicaRetentativa": "NAO_PERMITE"},
+        dataDeVencimento=PAST.isoformat(),
+    )
+    # Monthly, but its next cycle is the next day.
+    book.recurrence("RN1234567820260211nextday0001", date(2026, 2, 11), "MENSAL", 1_000)
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = verdicts_of(engine, result)
+    missed = [v for v in verdicts.values() if v.status == "missed_cycle"]
+    assert [(v.subject, v.ref) for v in missed] == [
+        ("recurrence", f"rec:RN1234567820260303missed00001:{PAST.isoformat()}")
+    ]
+    assert (missed[0].exception, missed[0].expected_cents) == (True, 2_990)
+    assert "10/03/2026" in missed[0].reason
+    assert result.verdict is DayVerdict.BREAKS
+    # Each cycle is raised by its own day only.
+    later = reconcile_day(engine, PAST + timedelta(days=1), now=AFTER + timedelta(days=1))
+    assert [v.ref for v in verdicts_of(engine, later).values() if v.status == "missed_cycle"] == [
+        "rec:RN1234567820260211nextday0001:2026-03-11"
+    ]
+
+
+@given(
+    start=st.dates(date(2020, 1, 1), date(2030, 12, 31)),
+    later=st.integers(0, 2_000),
+    periodicity=st.sampled_from(["SEMANAL", "MENSAL", "TRIMESTRAL", "SEMESTRAL", "ANUAL"]),
+)
+def test_the_cycle_of_a_day_is_the_last_one_on_or_before_it(
+    start: date, later: int, periodicity: str
+) -> None:
+    day = start + timedelta(days=later)
+    found = cycle_on_or_before(start, periodicity, day)
+    assert found is not None
+    cycle, following = found
+    assert start <= cycle <= day < following
+    # A cycle falls on the start's day of the month, or the month's last day if shorter.
+    if periodicity != "SEMANAL":
+        assert cycle.day == start.day or cycle.month != (cycle + timedelta(days=1)).month
+    else:
+        assert (cycle - start).days % 7 == 0
+        assert (following - cycle).days == 7
+
+
+def test_a_bare_med_debit_is_matched_by_its_amount_only_when_one_case_fits(
+    engine: Engine,
+) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    for case_id, cents in (("med-a", 7_000), ("med-b", 3_000), ("med-c", 3_000)):
+        book.infraction(
+            {
+                "id": case_id,
+                "status": "CLOSED",
+                "amount": reais(cents),
+                "debitedAmount": reais(cents),
+                "blockedAmount": reais(cents),
+                "createdAt": book.at("09:00").isoformat(),
+                "closedAt": book.at("15:00").isoformat(),
+            }
+        )
+    book.infraction(
+        {
+            "id": "med-open",
+            "status": "OPEN",
+            "amount": "50.00",
+            "blockedAmount": "20.00",
+            "createdAt": book.at("12:00").isoformat(),
+            "analysisDeadline": book.at("12:00", PAST + timedelta(days=5)).isoformat(),
+        }
+    )
+    # Lines naming neither the case nor the Pix: one amount fits one case, the other two.
+    bare = book.line("INFRACTION_DEBIT", 7_000, "15:00", credit=False)
+    twins = [book.line("INFRACTION_DEBIT", 3_000, "15:05", credit=False) for _ in range(2)]
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = verdicts_of(engine, result)
+    assert verdicts[("infraction", "med-a")].status == "closed"
+    assert ("statement", bare) not in verdicts
+    for twin in twins:
+        assert verdicts[("statement", twin)].exception
+    assert verdicts[("infraction", "med-b")].status == "debit_never_came"
+    med = result.report["med"]
+    assert (med["open_cases"], med["at_risk_cents"], med["blocked_cents"]) == (1, 5_000, 2_000)
+    opened = {case["case_id"]: case for case in med["cases"]}["med-open"]
+    assert datetime.fromisoformat(opened["deadline_at"]) == book.at(
+        "12:00", PAST + timedelta(days=5)
+    )
+    assert result.verdict is DayVerdict.BREAKS
