@@ -214,25 +214,20 @@ def _totals(bridge: dict[str, Any]) -> dict[str, Any]:
         row: dict[str, Any] = rows[category]
         return row
 
+    def sources(category: str) -> dict[str, int]:
+        row = of(category)
+        return {
+            "webhook": row["webhook_cents"],
+            "api": row["api_cents"],
+            "statement": row["statement_cents"],
+        }
+
     return {
-        "credits": {
-            "webhook": of("pix_received")["webhook_cents"],
-            "poll": of("pix_received")["api_cents"],
-            "statement": of("pix_received")["statement_cents"],
-        },
-        "debits": {
-            "api": of("payouts")["api_cents"],
-            "statement": of("payouts")["statement_cents"],
-        },
-        "refunds": {
-            "api": of("refunds_sent")["api_cents"],
-            "statement": of("refunds_sent")["statement_cents"],
-        },
+        "credits": sources("pix_received"),
+        "debits": sources("payouts"),
+        "refunds": sources("refunds_sent"),
         "fees": {"statement": of("fees")["statement_cents"]},
-        "med_debits": {
-            "api": of("med_debits")["api_cents"],
-            "statement": of("med_debits")["statement_cents"],
-        },
+        "med_debits": sources("med_debits"),
     }
 
 

@@ -29,7 +29,13 @@ from reconcile.polling.accounts import (
     poll_pending_payouts,
     poll_statement,
 )
-from reconcile.polling.qrcode import QrCodeSource, poll_charges, poll_received_pix
+from reconcile.polling.qrcode import (
+    QrCodeSource,
+    RecurrenceSource,
+    describe_recurrences,
+    poll_charges,
+    poll_received_pix,
+)
 from reconcile.polling.store import OnNew, PollResult
 from reconcile.schedule import leased, next_window
 from reconcile.settings import Settings
@@ -53,7 +59,7 @@ class Family(StrEnum):
         return f"poll_{self.value}"
 
 
-class QrCodeClient(QrCodeSource, PixLookup, Protocol):
+class QrCodeClient(QrCodeSource, RecurrenceSource, PixLookup, Protocol):
     pass
 
 
@@ -149,6 +155,7 @@ def fetch_window(
             qrcode, engine, charges_since or start, end, on_new
         ).items():
             fetched.add(kind, result)
+        fetched.add("recurrences", describe_recurrences(qrcode, engine))
     if Family.ACCOUNTS in families and accounts is not None:
         step("statement")
         fetched.add("statement", poll_statement(accounts, engine, start, end, on_new))

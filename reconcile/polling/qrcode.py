@@ -9,13 +9,21 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Protocol
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select, update
+from sqlmodel import col
+from structlog import get_logger
 
+from reconcile.db import session_scope
+from reconcile.handlers.automatico import calendar_of
 from reconcile.inbox import NewItem
+from reconcile.models import Recurrence
 from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
 from reconcile.payloads.charges import charge_item
 from reconcile.payloads.pix import PixItem, pix_items
 from reconcile.polling.store import OnNew, PollResult, walk_and_store
+from reconcile.provider.errors import NotFound
+
+log = get_logger(__name__)
 
 
 class QrCodeSource(Protocol):
@@ -26,6 +34,10 @@ class QrCodeSource(Protocol):
     def list_cobvs(self, inicio: datetime, fim: datetime) -> Iterator[dict[str, Any]]: ...
     def list_cobrs(self, inicio: datetime, fim: datetime) -> Iterator[dict[str, Any]]: ...
     def list_recs(self, inicio: datetime, fim: datetime) -> Iterator[dict[str, Any]]: ...
+
+
+class RecurrenceSource(Protocol):
+    def get_rec(self, id_rec: str) -> dict[str, Any]: ...
 
 
 def _received(raw: dict[str, Any]) -> list[NewItem]:
@@ -74,3 +86,35 @@ def _one_charge(kind: str, raw: dict[str, Any]) -> list[NewItem]:
     if kind == "cobr":
         return [charge_item(kind, raw), *cobr_callback_items(raw)]
     return [charge_item(kind, raw)]
+
+
+def describe_recurrences(api: RecurrenceSource, engine: Engine, *, limit: int = 500) -> PollResult:
+    """A recurrence's notification says its status, not its calendar: ask the API
+    (``GET /rec/{idRec}``) for each one still without it, so its cycles can be checked."""
+    with session_scope(engine) as session:
+        ids = list(
+            session.execute(
+                select(col(Recurrence.id_rec))
+                .where(col(Recurrence.periodicity).is_(None))
+                .limit(limit)
+            ).scalars()
+        )
+    result = PollResult()
+    for id_rec in ids:
+        try:
+            found = api.get_rec(id_rec)
+        except NotFound:
+            log.info("recurrence_unknown_to_provider")
+            continue
+        result.seen += 1
+        calendar = calendar_of(found)
+        if "periodicity" not in calendar:
+            result.invalid += 1
+            continue
+        with session_scope(engine) as session:
+            session.execute(
+                update(Recurrence)
+                .where(col(Recurrence.id_rec) == id_rec, col(Recurrence.periodicity).is_(None))
+                .values(**calendar)
+            )
+    return result
