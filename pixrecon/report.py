@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from pixrecon.formats import br_date, brl, sp_time
+from reconcile.formats import br_date, brl, sp_time
 from reconcile.nightly import EXCEPTION_FIELDS, NightlyResult
 
 
@@ -141,9 +141,7 @@ def print_report(result: NightlyResult, console: Console) -> None:
     if report["exceptions"]:
         table = Table("case", "what", "status", "expected", "actual", "why", title="Exceptions")
         for case in report["exceptions"]:
-            why = case["reason"]
-            if case.get("refund_by"):
-                why += f" (refundable until {br_date(case['refund_by'])})"
+            why = f"{case['reason']}\n[bold]→ {case['action']}[/]"
             table.add_row(
                 f"{case['case_id']}" + (" !" if case.get("priority") == 1 else ""),
                 f"{case['subject']} {case['ref']}",

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Engine, case, delete, func, literal, select, text, update
 from sqlmodel import Session, col
 
+from reconcile.actions import differs, suggested_action
 from reconcile.db import dialect_of, insert_for, session_scope, table_of
 from reconcile.matching.amount_due import flag_disagreeing_components, record_amounts_due
 from reconcile.matching.automatico import judge_missed_cycles, judge_recurring_charges
@@ -68,6 +69,8 @@ EXCEPTION_FIELDS = (
     "actual_cents",
     "priority",
     "refund_by",
+    "differs",
+    "action",
 )
 
 
@@ -196,11 +199,15 @@ def _open_exceptions(session: Session, day: date, run_id: int) -> list[dict[str,
         .where(cases.c.business_date == day, cases.c.state.in_(REMAINING))
         .order_by(items.c.priority, cases.c.subject, cases.c.ref)
     ).all()
-    names = EXCEPTION_FIELDS[:-1]
+    names = EXCEPTION_FIELDS[:-3]
     return [
         {
             **dict(zip(names, row[:-1], strict=True)),
-            "refund_by": row[-1].isoformat() if row[-1] is not None else None,
+            "refund_by": row.refund_by.isoformat() if row.refund_by is not None else None,
+            "differs": differs(row.status),
+            "action": suggested_action(
+                row.subject, row.status, row.expected_cents, row.actual_cents, row.refund_by
+            ),
         }
         for row in rows
     ]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from calendar import monthrange
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -35,6 +36,23 @@ REC_ENDINGS: Final = {
     },
 }
 OPEN_COBR_STATUSES: Final = frozenset({"CRIADA", "ATIVA"})
+# Months from one cycle to the next; SEMANAL counts seven days instead.
+MONTHS_PER_CYCLE: Final = {"MENSAL": 1, "TRIMESTRAL": 3, "SEMESTRAL": 6, "ANUAL": 12}
+
+
+def is_cycle_date(start: date, periodicity: str, day: date) -> bool:
+    """Whether a recurrence whose ``calendario.dataInicial`` is ``start`` has a cycle on
+    ``day``: every seven days for SEMANAL; otherwise on the start's day of the month every
+    1, 3, 6 or 12 months, on the month's last day when the month is shorter (a monthly
+    recurrence started on the 31st falls on 30 April)."""
+    if day < start:
+        return False
+    if periodicity == "SEMANAL":
+        return (day - start).days % 7 == 0
+    months = (day.year - start.year) * 12 + day.month - start.month
+    if months % MONTHS_PER_CYCLE[periodicity]:
+        return False
+    return day.day == min(start.day, monthrange(day.year, day.month)[1])
 
 
 def local_date(value: datetime) -> str:

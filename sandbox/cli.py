@@ -1,18 +1,19 @@
-"""Run the sandbox in the foreground: ``python -m sandbox`` (later ``pixrecon sandbox``)."""
+"""Run the sandbox in the foreground: ``python -m sandbox`` (or ``pixrecon sandbox``)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import random
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import date, timedelta
 from decimal import Decimal
+from types import FrameType
 from typing import TYPE_CHECKING
-
-import uvicorn
 
 from sandbox.accounts.app import create_accounts_app
 from sandbox.accounts.defaults import (
@@ -68,60 +69,69 @@ def run_sandbox(
     """Serve the sandbox until interrupted. A given ``provider`` wins over the options.
 
     The accounts (cash-out) API has its own base URL at the real provider, so it is served
-    on ``accounts_port`` (``None``: not at all), over the same provider state.
-    ``on_ready(qrcode_api_url, accounts_api_url)`` runs once both are accepting connections
-    (a scenario plays its day then); the sandbox keeps serving after it returns.
+    on ``accounts_port`` (``None``: not at all), over the same provider state. Port 0
+    picks a free port, for either API. ``on_ready(qrcode_api_url, accounts_api_url)`` runs
+    once both are accepting connections (a scenario plays its day then); the sandbox keeps
+    serving after it returns.
     """
     if provider is None:
         provider = SandboxProvider(token_lifetime_seconds=token_lifetime_seconds, seed=seed)
         seed_demo_pix(provider, demo_pix, seed=seed or 0)
-    print(
-        f"sandbox Pix provider on http://{host}:{port}\n"
-        f"  token URL     http://{host}:{port}/oauth/token\n"
-        f"  client id     {DEFAULT_CLIENT_ID}\n"
-        f"  client secret {DEFAULT_CLIENT_SECRET}\n"
-        f"  scopes        {' '.join(sorted(DEFAULT_SCOPES))}",
-        file=sys.stderr,
-    )
     accounts = None
     if accounts_port is not None:
         accounts = BackgroundServer(
             create_accounts_app(provider), host=host, port=accounts_port, log_level=log_level
         ).start()
-        print(
-            f"sandbox accounts API on {accounts.url}\n"
-            f"  token URL     {accounts.url}/oauth/token\n"
-            f"  client id     {DEFAULT_ACCOUNTS_CLIENT_ID}\n"
-            f"  client secret {DEFAULT_ACCOUNTS_CLIENT_SECRET}\n"
-            f"  x-account-id  {DEFAULT_ACCOUNT_ID}",
-            file=sys.stderr,
-        )
     try:
-        if on_ready is None:
-            uvicorn.run(create_app(provider), host=host, port=port, log_level=log_level)
-        else:
-            _serve_then(provider, host, port, log_level, accounts, on_ready)
+        # In a thread, unlike uvicorn.run, the server is known to be up (and its port, when
+        # the OS chose it) before on_ready runs; the main thread then only waits, so Ctrl-C
+        # arrives here as KeyboardInterrupt.
+        with BackgroundServer(
+            create_app(provider), host=host, port=port, log_level=log_level
+        ) as api:
+            accounts_url = accounts.url if accounts is not None else None
+            _describe(api.url, accounts_url)
+            if on_ready is not None:
+                on_ready(api.url, accounts_url)
+            print("serving the sandbox until interrupted (Ctrl-C)", file=sys.stderr, flush=True)
+            _wait_for_interrupt()
     finally:
         if accounts is not None:
             accounts.stop()
 
 
-def _serve_then(
-    provider: SandboxProvider,
-    host: str,
-    port: int,
-    log_level: str,
-    accounts: BackgroundServer | None,
-    on_ready: Callable[[str, str | None], None],
-) -> None:
-    # In a thread, unlike uvicorn.run, the server is known to be up before on_ready runs;
-    # the main thread then only waits, so Ctrl-C arrives here as KeyboardInterrupt.
-    with BackgroundServer(create_app(provider), host=host, port=port, log_level=log_level) as api:
-        on_ready(api.url, accounts.url if accounts is not None else None)
-        print("serving the sandbox until interrupted (Ctrl-C)", file=sys.stderr)
-        with contextlib.suppress(KeyboardInterrupt):
-            while True:
-                time.sleep(3600)
+def _describe(api_url: str, accounts_url: str | None) -> None:
+    print(
+        f"sandbox Pix provider on {api_url}\n"
+        f"  token URL     {api_url}/oauth/token\n"
+        f"  client id     {DEFAULT_CLIENT_ID}\n"
+        f"  client secret {DEFAULT_CLIENT_SECRET}\n"
+        f"  scopes        {' '.join(sorted(DEFAULT_SCOPES))}",
+        file=sys.stderr,
+    )
+    if accounts_url is not None:
+        print(
+            f"sandbox accounts API on {accounts_url}\n"
+            f"  token URL     {accounts_url}/oauth/token\n"
+            f"  client id     {DEFAULT_ACCOUNTS_CLIENT_ID}\n"
+            f"  client secret {DEFAULT_ACCOUNTS_CLIENT_SECRET}\n"
+            f"  x-account-id  {DEFAULT_ACCOUNT_ID}",
+            file=sys.stderr,
+        )
+    sys.stderr.flush()
+
+
+def _wait_for_interrupt() -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    # A service manager (or a test) stops the sandbox with SIGTERM: shut the servers
+    # down as Ctrl-C does, rather than dying with connections open.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
+    with contextlib.suppress(KeyboardInterrupt):
+        while True:
+            time.sleep(3600)
 
 
 def run_scenario_sandbox(
@@ -136,9 +146,11 @@ def run_scenario_sandbox(
     port: int = DEFAULT_PORT,
     accounts_port: int = DEFAULT_ACCOUNTS_PORT,
     console: Console | None = None,
+    on_played: Callable[[str, str], None] | None = None,
 ) -> None:
     """Serve the sandbox, play ``scenario`` against the webhook URLs once it is up, print
-    the ground truth, and keep serving (so the receiver can poll) until interrupted."""
+    the ground truth, and keep serving (so the receiver can poll) until interrupted.
+    ``on_played(qrcode_api_url, accounts_api_url)`` runs once the day is played."""
     from rich.console import Console
 
     from sandbox.scenario import run_scenario, scenario_provider
@@ -163,6 +175,8 @@ def run_scenario_sandbox(
             day=day,
         )
         print_outcome(out, outcome)
+        if on_played is not None and accounts_url is not None:
+            on_played(api_url, accounts_url)
 
     # Access logs would bury the summary; the receiver's own logs show its API calls.
     run_sandbox(
@@ -178,14 +192,16 @@ def run_scenario_sandbox(
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
     parser.add_argument("--host", default=DEFAULT_HOST)
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="0: a free port")
     parser.add_argument(
         "--token-lifetime", type=float, default=DEFAULT_TOKEN_LIFETIME_SECONDS, metavar="SECONDS"
     )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--demo-pix", type=int, default=0, metavar="N", help="pre-book N Pix")
     parser.add_argument("--log-level", default="info")
-    parser.add_argument("--accounts-port", type=int, default=DEFAULT_ACCOUNTS_PORT)
+    parser.add_argument(
+        "--accounts-port", type=int, default=DEFAULT_ACCOUNTS_PORT, help="0: a free port"
+    )
     parser.add_argument(
         "--no-accounts", action="store_true", help="do not serve the accounts (cash-out) API"
     )

@@ -12,7 +12,9 @@ INFRACTION_DEBIT. The real provider's path is not public; the client keeps it in
 
 ``GET /infractions?status=&start=&end=&page=&perPage=`` and ``GET /infractions/{id}`` →
 ``{id, status: OPEN|CLOSED, endToEndId, amount, reason, analysisResult, debitedAmount,
-createdAt, closedAt}``. ``GET /invoices`` and ``GET /customers`` are plain ``{meta, data}``.
+blockedAmount, createdAt, analysisDeadline, closedAt}`` (``blockedAmount``: held as a
+precaution, no money moved; ``analysisDeadline``: ``createdAt`` + 7 days, the MED's analysis
+period). ``GET /invoices`` and ``GET /customers`` are plain ``{meta, data}``.
 """
 
 from __future__ import annotations

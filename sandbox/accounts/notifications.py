@@ -95,5 +95,15 @@ def infraction_notification(accounts: AccountsState, infraction_id: str) -> dict
     case = accounts.infractions.get(infraction_id)
     if case is None:
         raise KeyError(f"no infraction {infraction_id!r}")
-    keep = ("id", "status", "amount", "debitedAmount", "reason", "analysisResult", "createdAt")
+    keep = (
+        "id",
+        "status",
+        "amount",
+        "debitedAmount",
+        "blockedAmount",
+        "reason",
+        "analysisResult",
+        "createdAt",
+        "analysisDeadline",
+    )
     return {"type": "INFRACTION", "data": {k: case[k] for k in keep}}

@@ -30,7 +30,7 @@ from sandbox.accounts.defaults import (
     DEFAULT_TOKEN_RATE_WINDOW_SECONDS,
 )
 from sandbox.accounts.directory import Directory
-from sandbox.accounts.infractions import InfractionBook
+from sandbox.accounts.infractions import DebitLine, InfractionBook
 from sandbox.accounts.payments import PaymentBook, PaymentRequest
 from sandbox.accounts.statement import (
     FEE_BOOKINGS,
@@ -42,7 +42,7 @@ from sandbox.accounts.statement import (
     statement_lines,
 )
 from sandbox.accounts.tokens import AccountsClient, AccountsTokens
-from sandbox.clock import Clock
+from sandbox.clock import Clock, parse_rfc3339, to_millis
 from sandbox.faults import ScriptedEndpoints
 from sandbox.ledger import PixLedger, format_amount
 
@@ -70,6 +70,8 @@ class AccountsState(ScriptedEndpoints):
         self._fee_lock = threading.Lock()
         self._tariff = _tariff(pix_received_fee, fee_booking)
         self._fees: dict[str, PixFee | None] = {}
+        # Pix whose statement line the provider books later than the Pix (by endToEndId).
+        self._booked_at: dict[str, datetime] = {}
         # "ms" is what the provider sends; "s" lets tests prove clients accept both.
         self.expires_at_unit: Literal["ms", "s"] = "ms"
         self._ledger = ledger
@@ -144,17 +146,32 @@ class AccountsState(ScriptedEndpoints):
         return pix
 
     def open_infraction(
-        self, end_to_end_id: str, amount: Decimal, *, reason: str = "FRAUD"
+        self,
+        end_to_end_id: str,
+        amount: Decimal,
+        *,
+        reason: str = "FRAUD",
+        blocked: Decimal | None = None,
     ) -> dict[str, Any]:
-        """Open a MED case against a Pix the merchant received (on the QR code side)."""
+        """Open a MED case against a Pix the merchant received (on the QR code side),
+        blocking ``blocked`` of it as a precaution (none by default; no money moves)."""
         pix = self.pix(end_to_end_id)
         format_amount(amount)
         if amount > Decimal(pix["valor"]):
             raise ValueError("an infraction cannot exceed the Pix amount")
-        return self.infractions.open(end_to_end_id, amount, reason)
+        if blocked is not None:
+            format_amount(blocked)
+        return self.infractions.open(
+            end_to_end_id, amount, reason, blocked=blocked if blocked is not None else Decimal(0)
+        )
 
-    def close_infraction(self, infraction_id: str, debit: bool) -> dict[str, Any]:
-        return self.infractions.close(infraction_id, debit=debit)
+    def close_infraction(
+        self, infraction_id: str, debit: bool, *, debit_line: DebitLine = "full"
+    ) -> dict[str, Any]:
+        """Close a case: ``debit`` (AGREED) debits the disputed amount, in a statement line
+        that names the case and the Pix (``full``), only the Pix's endToEndId
+        (``end_to_end_id``) or neither (``bare``)."""
+        return self.infractions.close(infraction_id, debit=debit, debit_line=debit_line)
 
     # -- Invoices, customers, webhooks -------------------------------------------------
 
@@ -194,14 +211,27 @@ class AccountsState(ScriptedEndpoints):
             self._fees.setdefault(str(pix["endToEndId"]), self._tariff)
         return self._fees
 
+    # -- Statement booking lag ---------------------------------------------------------
+
+    def book_later(self, end_to_end_id: str, booked_at: datetime) -> None:
+        """Book a Pix received (and its fee) in the statement at ``booked_at`` instead of
+        its ``horario``, as providers whose statement lags do: a Pix at 23:59:30 booked a
+        minute later is on the next day's statement. The QR code API keeps its horario."""
+        horario = _instant_of(self.pix(end_to_end_id))
+        if booked_at < horario:
+            raise ValueError("a Pix cannot be booked before it happened")
+        with self._fee_lock:
+            self._booked_at[end_to_end_id] = to_millis(booked_at)
+
     # -- Balance and statement ---------------------------------------------------------
 
     def movements(self) -> list[Movement]:
         pix = self._ledger.all()
         with self._fee_lock:
             fees = dict(self._seen(pix))
+            booked_at = dict(self._booked_at)
         return [
-            *pix_movements(pix, fees),
+            *pix_movements(pix, fees, booked_at),
             *self.payments.movements(),
             *self.infractions.movements(),
         ]
@@ -214,6 +244,13 @@ class AccountsState(ScriptedEndpoints):
         self, start: datetime | None = None, end: datetime | None = None
     ) -> list[dict[str, Any]]:
         return statement_lines(self.opening_balance, self.movements(), start, end)
+
+
+def _instant_of(pix: dict[str, Any]) -> datetime:
+    horario = parse_rfc3339(str(pix["horario"]))
+    if horario is None:
+        raise ValueError(f"unreadable horario in the ledger: {pix['horario']!r}")
+    return horario
 
 
 def _tariff(amount: Decimal | None, booking: str) -> PixFee | None:

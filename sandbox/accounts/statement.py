@@ -70,11 +70,14 @@ def _instant(text: Any) -> datetime:
     return parsed
 
 
-def _received(pix: Mapping[str, Any], tariff: PixFee | None) -> Iterator[Movement]:
-    """The credit of a Pix received and, if the provider charges one, its fee."""
+def _received(
+    pix: Mapping[str, Any], tariff: PixFee | None, booked_at: datetime | None
+) -> Iterator[Movement]:
+    """The credit of a Pix received and, if the provider charges one, its fee; both at
+    ``booked_at`` when the provider books the Pix later than it happened."""
     e2e = str(pix["endToEndId"])
     txid = pix.get("txid")
-    at = _instant(pix["horario"])
+    at = booked_at if booked_at is not None else _instant(pix["horario"])
     value = Decimal(pix["valor"])
     ref = f"PIX_IN-{e2e}"
     fee = tariff.on(value) if tariff is not None else Decimal(0)
@@ -104,15 +107,19 @@ def _received(pix: Mapping[str, Any], tariff: PixFee | None) -> Iterator[Movemen
 
 
 def pix_movements(
-    pix_bodies: Iterable[Mapping[str, Any]], fees: Mapping[str, PixFee | None] | None = None
+    pix_bodies: Iterable[Mapping[str, Any]],
+    fees: Mapping[str, PixFee | None] | None = None,
+    booked_at: Mapping[str, datetime] | None = None,
 ) -> Iterator[Movement]:
     """Credits for Pix received (and the provider's fees on them: ``fees`` maps an
     endToEndId to the tariff it was booked under) and debits for the refunds
-    (devolucoes) actually paid."""
+    (devolucoes) actually paid. ``booked_at`` maps the endToEndId of a Pix the statement
+    books later than its ``horario`` to that instant."""
     for pix in pix_bodies:
         e2e = str(pix["endToEndId"])
         txid = pix.get("txid")
-        yield from _received(pix, fees.get(e2e) if fees is not None else None)
+        tariff = fees.get(e2e) if fees is not None else None
+        yield from _received(pix, tariff, booked_at.get(e2e) if booked_at is not None else None)
         refunds = pix.get("devolucoes") or []
         for refund in refunds if isinstance(refunds, list) else [refunds]:
             # Only a settled refund moved money; EM_PROCESSAMENTO or NAO_REALIZADO did not.

@@ -17,6 +17,7 @@ from sandbox.scenario.outcome import (
     InfractionRecord,
     Movement,
     NotificationRecord,
+    RecurrenceCycle,
     ScenarioOutcome,
 )
 from sandbox.scenario.runner import run_scenario, scenario_provider
@@ -29,6 +30,7 @@ __all__ = [
     "InfractionRecord",
     "Movement",
     "NotificationRecord",
+    "RecurrenceCycle",
     "Scenario",
     "ScenarioClock",
     "ScenarioError",

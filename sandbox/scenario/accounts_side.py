@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from sandbox.accounts.infractions import DebitLine
 from sandbox.accounts.notifications import (
     cashout_notification,
     infraction_notification,
     refund_notification,
     transfer_notification,
 )
+from sandbox.clock import parse_rfc3339
 from sandbox.scenario import events as ev
 from sandbox.scenario.fields import from_cents, to_cents
 from sandbox.scenario.model import Step
@@ -90,16 +92,19 @@ def _infraction(
     book: DayBook, step: Step, item: ev.InfractionOpened | ev.InfractionClosed, when: datetime
 ) -> None:
     accounts = book.provider.accounts
+    debit_line: DebitLine | None = None
     if isinstance(item, ev.InfractionOpened):
         pix = book.movements[item.pix]
         amount = item.amount if item.amount is not None else from_cents(pix.amount_cents)
-        case = accounts.open_infraction(pix.key, amount, reason=item.reason)
+        case = accounts.open_infraction(pix.key, amount, reason=item.reason, blocked=item.blocked)
         ref = item.ref
         book.refs[ref] = str(case["id"])
     else:
         ref = item.infraction
-        case = accounts.close_infraction(book.refs[ref], item.debit)
         if item.debit:
+            debit_line = item.debit_line or "full"
+            case = accounts.close_infraction(book.refs[ref], True, debit_line=debit_line)
+            disputed = str(case["endToEndId"])
             book.record(
                 Movement(
                     ref=ref,
@@ -110,9 +115,18 @@ def _infraction(
                     booked=True,
                     credit=False,
                     at=when,
-                    original_end_to_end_id=str(case["endToEndId"]),
+                    # What the statement line carries, as the provider booked it.
+                    end_to_end_id=disputed if debit_line == "end_to_end_id" else None,
+                    original_end_to_end_id=disputed,
+                    debit_line=debit_line,
                 )
             )
+        else:
+            case = accounts.close_infraction(book.refs[ref], False)
+    opened = parse_rfc3339(str(case["createdAt"]))
+    deadline = parse_rfc3339(str(case["analysisDeadline"]))
+    assert opened is not None
+    assert deadline is not None
     book.infractions[ref] = InfractionRecord(
         ref=ref,
         id=str(case["id"]),
@@ -120,5 +134,9 @@ def _infraction(
         amount_cents=to_cents(case["amount"]),
         status=str(case["status"]),
         debited=case["analysisResult"] == "AGREED",
+        blocked_cents=to_cents(case["blockedAmount"]),
+        opened_at=opened,
+        analysis_deadline=deadline,
+        debit_line=debit_line,
     )
     book.notify("accounts", infraction_notification(accounts, str(case["id"])), step)

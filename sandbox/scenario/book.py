@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from sandbox.automatico_webhooks import NotificationKind, notification
@@ -90,13 +90,13 @@ class DayBook:
                 horario=when,
                 **_payer(item),
             )
-            self._received(step, item.ref, pix, None)
+            self._received(step, item.ref, pix, None, item.booked_after)
         elif isinstance(item, ev.ChargePayment):
             charge = self.charges[item.charge]
             if charge.kind == "cobv" and charge.due is None:
                 charge.due = self.provider.charges.due_on(charge.txid, self.day).total
             pix = self.provider.pay_charge(charge.txid, item.amount, horario=when, **_payer(item))
-            self._received(step, item.ref, pix, item.charge)
+            self._received(step, item.ref, pix, item.charge, item.booked_after)
         elif isinstance(item, ev.Refund | ev.RefundSettled):
             self._refund(step, item, when)
         elif isinstance(item, ev.RecurringChargeAttempt):
@@ -108,20 +108,38 @@ class DayBook:
             self.notify("pix", payload, step, forged=True)
         elif isinstance(item, ev.ForgedTransfer):
             payload = forged_transfer(
-                self.provider, self._forge_rng, item.ref, item.amount, item.status, when
+                self.provider,
+                self._forge_rng,
+                item.ref,
+                item.amount,
+                item.status,
+                when,
+                keyless=item.keys == "none",
             )
-            self.refs[item.ref] = item.ref
+            # Without keys the notification names the transfer only by its id.
+            data = payload["data"]
+            self.refs[item.ref] = str(data["idempotencyKey"] or data["id"])
             self.notify("accounts", payload, step, forged=True)
         else:
             apply_accounts_event(self, step, item, when)
 
-    def _received(self, step: Step, ref: str, pix: dict[str, Any], charge: str | None) -> None:
+    def _received(
+        self,
+        step: Step,
+        ref: str,
+        pix: dict[str, Any],
+        charge: str | None,
+        booked_after: int = 0,
+    ) -> None:
         e2eid = str(pix["endToEndId"])
         self.refs[ref] = e2eid
         if charge is not None:
             self.charges[charge].payments.append(e2eid)
         amount = to_cents(pix["valor"])
         fees = self.scenario.fees
+        at = instant(self.day, step.at)
+        if booked_after:
+            self.provider.accounts.book_later(e2eid, at + timedelta(seconds=booked_after))
         self.record(
             Movement(
                 ref=ref,
@@ -131,12 +149,13 @@ class DayBook:
                 status="RECEIVED",
                 booked=True,
                 credit=True,
-                at=instant(self.day, step.at),
+                at=at,
                 end_to_end_id=e2eid,
                 txid=pix.get("txid"),
                 charge=charge,
                 # The provider's fee, never more than the Pix.
                 fee_cents=min(to_cents(fees.pix_received), amount) if fees is not None else 0,
+                booked_after=booked_after,
             )
         )
         self._notify_pix(step, e2eid)
@@ -194,7 +213,7 @@ class DayBook:
             pix = self.provider.get_pix(e2eid)
             assert pix is not None
             ref = item.ref or f"{item.charge}#pix"
-            self._received(step, ref, pix, item.charge)
+            self._received(step, ref, pix, item.charge, item.booked_after)
 
 
 def _payer(item: ev.PixReceived | ev.ChargePayment) -> dict[str, Any]:

@@ -49,7 +49,7 @@ class _Cobr:
 @dataclass
 class _Books:
     charges: dict[str, tuple[Decimal, int | None]] = field(default_factory=dict)  # expiry (s)
-    recurrences: dict[str, str] = field(default_factory=dict)  # ref → retry policy
+    recurrences: dict[str, tuple[str, int]] = field(default_factory=dict)  # policy, start
     cobrs: dict[str, _Cobr] = field(default_factory=dict)
     pix: dict[str, _Pix] = field(default_factory=dict)
     refunds: dict[str, tuple[str, Decimal, str]] = field(default_factory=dict)
@@ -90,9 +90,14 @@ def check_references(scenario: Scenario) -> None:
             # Paid by default with what is due on the day (on the file's date, or today).
             books.charges[item.ref] = (item.due_on(scenario.business_date()), None)
         elif isinstance(item, Recurrence):
-            books.recurrences[item.ref] = item.retry_policy
+            books.recurrences[item.ref] = (item.retry_policy, item.start_in_days)
         elif isinstance(item, RecurringCharge):
-            policy = _get(books.recurrences, item.recurrence, "recurrence", step)
+            policy, start = _get(books.recurrences, item.recurrence, "recurrence", step)
+            if item.due_in_days < start:
+                raise ValueError(
+                    f"{step.location}: due before recurrence {item.recurrence!r} starts "
+                    f"(its start_in_days is {start})"
+                )
             books.cobrs[item.ref] = _Cobr(item.amount, _MAX_ATTEMPTS[policy])
         else:
             _check_event(books, step, item)
@@ -147,6 +152,8 @@ def _check_event(books: _Books, step: Step, item: ev.Event) -> None:
         pix = _get(books.pix, item.pix, "Pix", step)
         if item.amount is not None and item.amount > pix.amount:
             raise fail(f"the disputed amount exceeds the Pix's, {pix.amount}")
+        if item.blocked is not None and item.blocked > (item.amount or pix.amount):
+            raise fail(f"blocked exceeds the disputed amount, {item.amount or pix.amount}")
         books.infractions[item.ref] = "OPEN"
     elif isinstance(item, ev.InfractionClosed):
         if _get(books.infractions, item.infraction, "infraction", step) != "OPEN":

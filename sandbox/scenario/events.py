@@ -7,7 +7,7 @@ which applies to every notification the event causes.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -26,6 +26,9 @@ from sandbox.scenario.fields import (
     Txid,
 )
 
+MAX_BOOKING_LAG: Final = 3600
+BookingLag = Annotated[int, Field(ge=0, le=MAX_BOOKING_LAG)]
+DebitLine = Literal["full", "end_to_end_id", "bare"]
 RefundNature = Literal[
     "ORIGINAL", "RETIRADA", "MED_OPERACIONAL", "MED_FRAUDE", "MED_PIX_AUTOMATICO"
 ]
@@ -41,6 +44,9 @@ class _Notified(_Event):
 
 
 class _Payer(_Notified):
+    # Seconds between the Pix (its horario) and its statement line: a Pix just before
+    # midnight may be booked on the next day's statement.
+    booked_after: BookingLag = 0
     payer_cpf: Cpf | None = None
     payer_cnpj: Cnpj | None = None
     payer_name: Name | None = None
@@ -130,21 +136,37 @@ class PayoutRefunded(_Notified):
 
 
 class InfractionOpened(_Notified):
-    """A MED case against a Pix the merchant received; ``amount`` defaults to the Pix's."""
+    """A MED case against a Pix the merchant received; ``amount`` defaults to the Pix's.
+    ``blocked``: what the provider blocks as a precaution (no statement line)."""
 
     type: Literal["infraction_opened"]
     ref: Ref
     pix: Ref
     amount: Money | None = None
+    blocked: Money | None = None
     reason: Annotated[str, Field(min_length=1, max_length=40)] = "FRAUD"
+
+    @model_validator(mode="after")
+    def _blocked_within_the_case(self) -> InfractionOpened:
+        if self.blocked is not None and self.amount is not None and self.blocked > self.amount:
+            raise ValueError(f"blocked exceeds the disputed amount, {self.amount}")
+        return self
 
 
 class InfractionClosed(_Notified):
-    """Closing with ``debit`` (AGREED) takes the disputed amount from the account."""
+    """Closing with ``debit`` (AGREED) takes the disputed amount from the account;
+    ``debit_line`` says how much of the case the statement's debit line names."""
 
     type: Literal["infraction_closed"]
     infraction: Ref
     debit: bool
+    debit_line: DebitLine | None = None  # None: "full"
+
+    @model_validator(mode="after")
+    def _line_only_with_a_debit(self) -> InfractionClosed:
+        if self.debit_line is not None and not self.debit:
+            raise ValueError("debit_line describes a debit: it needs debit true")
+        return self
 
 
 class RecurringChargeAttempt(_Notified):
@@ -156,11 +178,14 @@ class RecurringChargeAttempt(_Notified):
     succeed: bool
     ref: Ref | None = None
     rejection_code: SpiCode = "AM02"
+    booked_after: BookingLag = 0
 
     @model_validator(mode="after")
     def _ref_only_on_success(self) -> RecurringChargeAttempt:
         if self.ref is not None and not self.succeed:
             raise ValueError("a failed attempt books no Pix: drop its ref")
+        if self.booked_after and not self.succeed:
+            raise ValueError("a failed attempt books no Pix: drop its booked_after")
         return self
 
 
@@ -182,12 +207,14 @@ class ForgedPix(_Notified):
 
 
 class ForgedTransfer(_Notified):
-    """A TRANSFER notification for an idempotency key (``ref``) the API never saw."""
+    """A TRANSFER notification for an idempotency key (``ref``) the API never saw; with
+    ``keys`` ``none`` it carries only an ``id`` (neither idempotencyKey nor endToEndId)."""
 
     type: Literal["forged_transfer"]
     ref: Ref
     amount: Money
     status: Literal["LIQUIDATED", "PROCESSING"] = "LIQUIDATED"
+    keys: Literal["both", "none"] = "both"
 
 
 class ApiErrors(_Event):

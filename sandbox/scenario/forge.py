@@ -49,11 +49,16 @@ def forged_transfer(
     amount: Decimal,
     status: str,
     at: datetime,
+    *,
+    keyless: bool = False,
 ) -> dict[str, Any]:
+    """``keyless``: the transfer names itself only by its ``id``, with neither
+    idempotencyKey nor endToEndId (both null), as some real notifications have come."""
     format_amount(amount)
     payments = provider.accounts.payments
-    if payments.get_by_key(key) is not None:
+    if not keyless and payments.get_by_key(key) is not None:
         raise ValueError(f"idempotency key {key!r} belongs to a real payout")
+    # Drawn even when left out, so a keyless forgery shifts no other forged id.
     e2eid = new_end_to_end_id(_FORGER_ISPB, at, rng)
     while payments.get_by_e2e(e2eid) is not None:
         e2eid = new_end_to_end_id(_FORGER_ISPB, at, rng)
@@ -61,8 +66,8 @@ def forged_transfer(
         "type": "TRANSFER",
         "data": {
             "id": _FORGED_ID_BASE + rng.randrange(100_000_000),
-            "idempotencyKey": key,
-            "endToEndId": e2eid,
+            "idempotencyKey": None if keyless else key,
+            "endToEndId": None if keyless else e2eid,
             "pixKey": "forjado@example.com",
             "txId": None,
             "status": status,

@@ -178,20 +178,26 @@ class Cobv(_Debtor):
 
 
 Charge = Annotated[Cob | Cobv, Field(discriminator="kind")]
+Periodicity = Literal["SEMANAL", "MENSAL", "TRIMESTRAL", "SEMESTRAL", "ANUAL"]
 
 
 class Recurrence(Strict):
     """A Pix Automático recurrence, created and approved by the payer at ``at``; the
-    approval is notified on ``/rec``."""
+    approval is notified on ``/rec``. Its cycles start ``start_in_days`` after the day
+    (``calendario.dataInicial``; before it, when negative)."""
 
     ref: Ref
     at: TimeOfDay = MIDNIGHT
     amount: Money | None = None  # None: a variable amount
     contract: Annotated[str, Field(min_length=1, max_length=35)] = "CONTRATO1"
-    periodicity: Literal["SEMANAL", "MENSAL", "TRIMESTRAL", "SEMESTRAL", "ANUAL"] = "MENSAL"
+    periodicity: Periodicity = "MENSAL"
     retry_policy: Literal["NAO_PERMITE", "PERMITE_3R_7D"] = "NAO_PERMITE"
+    start_in_days: int = Field(default=0, ge=-3650, le=3650)
     delivery: Delivery | None = None
     note: Note | None = None
+
+    def start_date(self, day: dt.date) -> dt.date:
+        return day + dt.timedelta(days=self.start_in_days)
 
 
 class RecurringCharge(Strict):

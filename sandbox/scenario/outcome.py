@@ -51,10 +51,32 @@ class Movement:
     error_code: str | None = None
     charge: str | None = None  # ref of the charge or recurring charge it pays
     fee_cents: int = 0  # pix_received: the provider's fee on it (at most amount_cents)
+    # pix_received: seconds between the Pix (``at``, its horario) and its statement line
+    # (and its fee's), which may then fall on the next day.
+    booked_after: int = 0
+    # infraction_debit: what its statement line names (full | end_to_end_id | bare).
+    debit_line: str | None = None
 
     @property
     def statement_category(self) -> str:
         return STATEMENT_CATEGORY[self.kind]
+
+    @property
+    def signed_cents(self) -> int:
+        return self.amount_cents if self.credit else -self.amount_cents
+
+    @property
+    def booked_at(self) -> dt.datetime | None:
+        """When the statement books it (the ``createdAt`` of its line); ``None`` when it
+        never moved money."""
+        if not self.booked:
+            return None
+        return self.at + dt.timedelta(seconds=self.booked_after)
+
+    def on_statement_of(self, start: dt.datetime, end: dt.datetime) -> bool:
+        """Whether its statement line falls in ``[start, end)``."""
+        booked_at = self.booked_at
+        return booked_at is not None and start <= booked_at < end
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,19 +141,53 @@ class ExpectedPayment:
 
 @dataclass(frozen=True, slots=True)
 class InfractionRecord:
+    """A MED case as the day left it. ``blocked_cents``: what the provider blocked when it
+    opened (no money moved; it stays on the case once closed); ``analysis_deadline``: the
+    end of the MED's analysis period (``opened_at`` + 7 days); ``debit_line``: what the
+    statement's debit line names, when debited."""
+
     ref: str
     id: str
     end_to_end_id: str
     amount_cents: int
     status: str  # OPEN | CLOSED
     debited: bool
+    blocked_cents: int = 0
+    opened_at: dt.datetime | None = None
+    analysis_deadline: dt.datetime | None = None
+    debit_line: str | None = None  # full | end_to_end_id | bare, when debited
+
+    @property
+    def debited_cents(self) -> int:
+        return self.amount_cents if self.debited else 0
+
+
+@dataclass(frozen=True, slots=True)
+class RecurrenceCycle:
+    """A cycle of a recurrence that falls on the scenario's day (counted from
+    ``calendario.dataInicial`` by its periodicity), and the recurring charges of that
+    recurrence due that very day: none means the merchant missed the cycle."""
+
+    recurrence: str  # its ref
+    id_rec: str
+    periodicity: str
+    start_date: dt.date  # calendario.dataInicial
+    due_date: dt.date  # the cycle's date: the scenario's day
+    amount_cents: int | None  # valor.valorRec; None for a variable amount
+    charges: tuple[str, ...]  # refs of its recurring charges due on due_date
+
+    @property
+    def missed(self) -> bool:
+        return not self.charges
 
 
 @dataclass(frozen=True, slots=True)
 class DayTotals:
-    """Booked money of the day. ``credits``: Pix received and payout returns; ``debits``:
-    payouts, refunds sent and MED debits; ``refunds``: the refunds (devoluções) sent,
-    a part of the debits. ``by_category`` uses the statement's categories.
+    """Booked money of the day, as the statement of the day (``[day_start, day_end)``)
+    adds it up: a Pix booked on the next day (``booked_after``) is not in it, nor its fee.
+    ``credits``: Pix received and payout returns; ``debits``: payouts, refunds sent and
+    MED debits; ``refunds``: the refunds (devoluções) sent, a part of the debits.
+    ``by_category`` uses the statement's categories.
 
     ``fees``: the provider's fees on the Pix received. Booked as lines of their own they
     are debits (category ``PIX_RECEIVED_FEE``); netted, the Pix's credits are net of them
@@ -156,7 +212,9 @@ class ScenarioOutcome:
     day_start: dt.datetime  # the business day in UTC, [day_start, day_end)
     day_end: dt.datetime
     opening_balance_cents: int
-    closing_balance_cents: int  # opening + credits - debits, from the movements above
+    # opening + credits - debits of the day's statement: the balance at day_end, the
+    # balanceAfter of the day's last line.
+    closing_balance_cents: int
     totals: DayTotals
     movements: tuple[Movement, ...]
     payments: tuple[ExpectedPayment, ...]
@@ -165,12 +223,32 @@ class ScenarioOutcome:
     api_faults: tuple[ApiFaultRecord, ...]
     refs: Mapping[str, str]  # scenario ref → provider id (e2e, rtrId, txid, idRec, ...)
     posts_sent: int
+    # The balance once every movement is booked, the next day's lines of Pix booked late
+    # included: what GET /accounts/balances answers after the run.
+    final_balance_cents: int
+    cycles: tuple[RecurrenceCycle, ...]  # recurrence cycles falling on the day
 
     def movement(self, ref: str) -> Movement:
         return next(m for m in self.movements if m.ref == ref)
 
     def movements_of(self, kind: MovementKind) -> tuple[Movement, ...]:
         return tuple(m for m in self.movements if m.kind == kind)
+
+    @property
+    def booked_next_day(self) -> tuple[Movement, ...]:
+        """Movements of the day whose statement line falls after ``day_end`` (a Pix
+        booked late across midnight): in the next day's statement, not in the totals."""
+        return tuple(m for m in self.movements if m.booked_at and m.booked_at >= self.day_end)
+
+    @property
+    def missed_cycles(self) -> tuple[RecurrenceCycle, ...]:
+        """Cycles due on the day with no recurring charge due that day."""
+        return tuple(c for c in self.cycles if c.missed)
+
+    @property
+    def blocked_cents(self) -> int:
+        """What the provider blocked for the day's MED cases still open at its end."""
+        return sum(i.blocked_cents for i in self.infractions if i.status == "OPEN")
 
     def _with(self, fault: FaultName) -> tuple[NotificationRecord, ...]:
         return tuple(n for n in self.notifications if n.fault == fault)
@@ -197,9 +275,17 @@ class ScenarioOutcome:
 
     @property
     def forged_idempotency_keys(self) -> tuple[str, ...]:
+        """Idempotency keys of forged transfers (a keyless one has none)."""
         return tuple(
-            str(n.payload["data"]["idempotencyKey"]) for n in self.forged if n.channel == "accounts"
+            str(key)
+            for n in self.forged
+            if n.channel == "accounts" and (key := n.payload["data"].get("idempotencyKey"))
         )
+
+    @property
+    def forged_transfer_ids(self) -> tuple[str, ...]:
+        """The ``id`` of every forged transfer, keyless ones included."""
+        return tuple(str(n.payload["data"]["id"]) for n in self.forged if n.channel == "accounts")
 
     @property
     def notified_pix(self) -> frozenset[str]:

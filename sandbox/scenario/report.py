@@ -31,6 +31,9 @@ def _overview(outcome: ScenarioOutcome) -> Table:
     table.add_row("debits", _money(totals.debits_cents))
     table.add_row("  of which refunds sent", _money(totals.refunds_cents))
     table.add_row("[bold]closing balance[/]", f"[bold]{_money(outcome.closing_balance_cents)}[/]")
+    if outcome.final_balance_cents != outcome.closing_balance_cents:
+        # Pix booked across midnight: the next day's statement has them.
+        table.add_row("balance with next-day lines", _money(outcome.final_balance_cents))
     return table
 
 
@@ -38,6 +41,11 @@ def _movements(outcome: ScenarioOutcome) -> Table:
     table = Table("time", "ref", "kind", "key", "amount", "status", "booked", title="Movements")
     for m in outcome.movements:
         sign = "" if m.credit else "-"
+        booked = "yes" if m.booked else "no"
+        if m.booked_at is not None and m.booked_at != m.at:
+            booked = f"at {_local(m.booked_at)}"
+            if m.booked_at >= outcome.day_end:
+                booked += " next day"
         table.add_row(
             _local(m.at),
             escape(m.ref),
@@ -45,7 +53,7 @@ def _movements(outcome: ScenarioOutcome) -> Table:
             m.key,
             f"{sign}{_money(m.amount_cents)}",
             m.status + (f" ({m.error_code})" if m.error_code else ""),
-            "yes" if m.booked else "no",
+            booked,
         )
     return table
 
@@ -102,6 +110,16 @@ def render_outcome(outcome: ScenarioOutcome) -> RenderableType:
         "forged endToEndIds: " + (", ".join(outcome.forged_end_to_end_ids) or "none"),
         "forged idempotency keys: " + (", ".join(outcome.forged_idempotency_keys) or "none"),
     ]
+    keyless = [
+        str(n.payload["data"]["id"])
+        for n in outcome.forged
+        if n.channel == "accounts" and not n.payload["data"].get("idempotencyKey")
+    ]
+    if keyless:
+        lines.append("forged transfers with no key, by id: " + ", ".join(keyless))
+    if outcome.cycles:
+        missed = [f"{c.recurrence} ({c.id_rec})" for c in outcome.missed_cycles]
+        lines.append("recurrence cycles missed today: " + (", ".join(missed) or "none"))
     parts.append("\n".join(escape(line) for line in lines))
     return Group(*parts)
 

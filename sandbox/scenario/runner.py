@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from datetime import date
+from datetime import date, datetime
 
 import httpx
 
+from sandbox.automatico_records import is_cycle_date
 from sandbox.defaults import DEFAULT_TOKEN_LIFETIME_SECONDS
 from sandbox.scenario.api_faults import arm, describe
 from sandbox.scenario.book import DayBook
@@ -24,6 +25,7 @@ from sandbox.scenario.outcome import (
     FaultName,
     Movement,
     NotificationRecord,
+    RecurrenceCycle,
     ScenarioOutcome,
 )
 from sandbox.state import SandboxProvider
@@ -142,11 +144,12 @@ def run_scenario(
         for i, f in enumerate(book.api_faults)
     )
     movements = tuple(sorted(book.movements.values(), key=lambda m: (m.at, m.ref)))
-    totals = _totals(
-        movements, netted=scenario.fees is not None and scenario.fees.booking == "netted"
-    )
-    opening = to_cents(scenario.opening_balance)
+    netted = scenario.fees is not None and scenario.fees.booking == "netted"
     start, end = day_bounds(day)
+    totals = _totals(movements, netted=netted, start=start, end=end)
+    # Everything booked, whenever: what the balance shows once late lines are in.
+    booked = _totals(movements, netted=netted)
+    opening = to_cents(scenario.opening_balance)
     return ScenarioOutcome(
         name=scenario.name,
         date=day,
@@ -163,15 +166,27 @@ def run_scenario(
         api_faults=faults,
         refs=dict(book.refs),
         posts_sent=result.posts,
+        final_balance_cents=opening + booked.net_cents,
+        cycles=_cycles(scenario, book),
     )
 
 
-def _totals(movements: tuple[Movement, ...], *, netted: bool) -> DayTotals:
-    """As the statement adds up: a fee is a line of its own, or comes off its Pix's line."""
+def _totals(
+    movements: tuple[Movement, ...],
+    *,
+    netted: bool,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> DayTotals:
+    """As the statement of ``[start, end)`` adds up (the whole book without a window): a
+    fee is a line of its own, or comes off its Pix's line."""
     by_category: Counter[str] = Counter()
     credits = debits = fees = 0
     for m in movements:
-        if not m.booked:
+        booked_at = m.booked_at
+        if booked_at is None:
+            continue
+        if (start is not None and booked_at < start) or (end is not None and booked_at >= end):
             continue
         amount = m.amount_cents
         if m.fee_cents:
@@ -193,6 +208,32 @@ def _totals(movements: tuple[Movement, ...], *, netted: bool) -> DayTotals:
         by_category=dict(by_category),
         fees_cents=fees,
     )
+
+
+def _cycles(scenario: Scenario, book: DayBook) -> tuple[RecurrenceCycle, ...]:
+    """The recurrences' cycles on the day, each with the recurring charges due that day."""
+    found = []
+    for rec in scenario.recurrences:
+        start = rec.start_date(book.day)
+        if not is_cycle_date(start, rec.periodicity, book.day):
+            continue
+        charges = tuple(
+            c.ref
+            for c in scenario.recurring_charges
+            if c.recurrence == rec.ref and c.due_in_days == 0
+        )
+        found.append(
+            RecurrenceCycle(
+                recurrence=rec.ref,
+                id_rec=book.refs[rec.ref],
+                periodicity=rec.periodicity,
+                start_date=start,
+                due_date=book.day,
+                amount_cents=to_cents(rec.amount) if rec.amount is not None else None,
+                charges=charges,
+            )
+        )
+    return tuple(found)
 
 
 def _expected_payments(book: DayBook) -> tuple[ExpectedPayment, ...]:

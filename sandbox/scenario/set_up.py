@@ -28,6 +28,7 @@ def apply_set_up(
             contract=item.contract,
             periodicity=item.periodicity,
             retry_policy=item.retry_policy,
+            start=item.start_date(book.day),
             at=when,
         )
         # The payer approves at once: the approval is what the provider notifies.

@@ -33,11 +33,12 @@ class PlayedDay:
     settings: Settings
     day: date
 
-    def reconcile(self, now: datetime | None = None) -> NightlyResult:
-        """The nightly run, with the node's judging rules and sources."""
+    def reconcile(self, now: datetime | None = None, day: date | None = None) -> NightlyResult:
+        """The nightly run of the played day (or ``day``), with the node's judging rules
+        and sources."""
         return reconcile_day(
             self.node.node.engine,
-            self.day,
+            day or self.day,
             now=now,
             judging=Judging.from_settings(self.settings),
             sources=sources_of(self.node.node.runtime.jobs.providers, self.settings),
@@ -49,16 +50,21 @@ class PlayedDay:
 
 
 @contextmanager
-def played(engine: Engine, scenario_file: str) -> Iterator[PlayedDay]:
+def played(
+    engine: Engine, scenario_file: str, *, configured: bool = True, **overrides: object
+) -> Iterator[PlayedDay]:
+    """The scenario played against a node; ``configured=False`` gives the node no provider
+    API (the sandbox still serves the day, pixrecon just does not know where)."""
     scenario = load_scenario(EXAMPLES / scenario_file)
     provider = scenario_provider(scenario)
     yesterday = utcnow().astimezone(BUSINESS_TZ).date() - timedelta(days=1)
     with sandbox_servers(provider) as urls:
         settings = make_settings(
             engine.url.render_as_string(hide_password=False),
-            **urls.fields(),
+            **(urls.fields() if configured else {}),
             confirm_grace_seconds=0.001,
             poll_initial_lookback_seconds=3 * 86400,
+            **overrides,
         )
         with Node(settings, engine) as running, BackgroundServer(running.app) as server:
             outcome = run_scenario(

@@ -1,0 +1,76 @@
+"""What a person should do about each kind of exception, in words, with the money it
+involves: finance acts on these lines, so each names the amount and, for money that may
+have to go back, the last day it can."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from reconcile.formats import br_date, brl
+
+# Which field of the thing disagrees between the sources, by status.
+AMOUNT_STATUSES = ("amount_mismatch", "underpaid", "overpaid", "paid_twice")
+DIFFERS = {status: "amount" for status in AMOUNT_STATUSES} | {"paid": "amount"}
+
+
+def differs(status: str) -> str:
+    """``amount`` when the sources disagree on how much, else ``status`` (whether it
+    happened at all, or how it ended)."""
+    return DIFFERS.get(status, "status")
+
+
+def _by(refund_by: date | None) -> str:
+    return f" before {br_date(refund_by)}" if refund_by is not None else ""
+
+
+def suggested_action(
+    subject: str,
+    status: str,
+    expected: int | None,
+    actual: int | None,
+    refund_by: date | None = None,
+) -> str:
+    gap = abs((actual or 0) - (expected or 0))
+    if subject == "charge":
+        if status == "overpaid":
+            return f"refund {brl(gap)} of the overpaid {brl(actual)}{_by(refund_by)}"
+        if status == "paid_twice":
+            return f"refund the second payment ({brl(gap)}){_by(refund_by)}"
+        if status == "underpaid":
+            return f"ask the payer for the missing {brl(gap)}"
+        if status in ("unpaid", "expired"):
+            return f"follow up with the payer: {brl(expected)} was not paid"
+        return "check the charge's terms with the provider: the Pix itemised another amount"
+    if subject == "payout":
+        if status == "unknown_to_provider":
+            return (
+                "do not count this payout: the provider does not know it; find out who "
+                "sent the notification"
+            )
+        if status == "amount_mismatch":
+            return f"ask the provider why it paid {brl(actual)} instead of {brl(expected)}"
+        return "check the payout's status with the provider before paying again"
+    if subject == "movement":
+        if status == "unconfirmed_webhook":
+            return f"do not deliver: the provider does not know this payment of {brl(expected)}"
+        if status == "missing_webhook":
+            return (
+                f"a payment of {brl(actual)} nobody notified: match it to an order, or "
+                f"refund it{_by(refund_by)}"
+            )
+        if status == "amount_mismatch":
+            return f"ask the provider: notified {brl(expected)}, it stands behind {brl(actual)}"
+        return "ask the provider why the statement does not book it"
+    if subject == "infraction":
+        if status == "open_case":
+            return f"answer the MED case before its deadline: {brl(expected)} may be debited"
+        if status == "debit_without_case":
+            return f"ask the provider which MED case the debit of {brl(actual)} belongs to"
+        if status == "debit_never_came":
+            return "ask the provider about the MED debit it announced"
+        return f"dispute the MED debit: {brl(actual)} against {brl(expected)} in the case"
+    if subject == "statement":
+        return f"ask the provider what the statement line of {brl(actual)} is"
+    if subject == "recurrence":
+        return "create the recurring charge for the next cycle; ask the payer about this one"
+    return "read the reason and the items that decided it"
