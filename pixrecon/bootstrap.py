@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine
+import re
 
-from migrations.apply import is_up_to_date, upgrade
-from reconcile.db import create_db_engine
+from alembic.util import CommandError
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from migrations.apply import current_revision, head_revision, upgrade
+from reconcile.db import DatabaseUrlError, create_db_engine, sqlite_file
 from reconcile.logs import configure_logging
 from reconcile.settings import Settings
 
@@ -18,12 +23,86 @@ def setup_logging(settings: Settings) -> None:
     configure_logging(settings.log_level, json=settings.log_json)
 
 
+def shown_url(url: str) -> str:
+    """A database URL fit for a terminal or a log: never its password."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return re.sub(r"://([^:/@]*):[^@]*@", r"://\1:***@", url)
+
+
+def why_unavailable(url: str, exc: BaseException) -> str:
+    """What the driver said, reduced to the part a person acts on."""
+    said = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    reason = " ".join((said[0] if said else type(exc).__name__).split())
+    # psycopg: "connection failed: connection to server at …, port … failed: FATAL: …"
+    reason = reason.rsplit(" failed: ", 1)[-1].removeprefix("FATAL: ")
+    if "does not exist" in reason:
+        return (
+            f"the database at {shown_url(url)} cannot be used: {reason}; create it, then run "
+            "`pixrecon db upgrade` (or fix PIXRECON_DATABASE_URL)"
+        )
+    return (
+        f"cannot use the database at {shown_url(url)}: {reason}; check PIXRECON_DATABASE_URL "
+        "and that the database server is running"
+    )
+
+
+def database_engine(settings: Settings, *, may_create: bool) -> Engine:
+    """An engine on the configured database. Only the commands that own the schema
+    (``serve``, ``demo``, ``db upgrade``) may bring a SQLite file into existence: for the
+    others a missing file is a wrong setting, not an empty database."""
+    url = settings.database_url
+    try:
+        engine = create_db_engine(url)
+    except DatabaseUrlError as exc:
+        raise StartupError(f"PIXRECON_DATABASE_URL={shown_url(url)!r}: {exc}") from None
+    path = sqlite_file(engine.url)
+    if path is not None:
+        where = path.absolute()
+        if not where.parent.is_dir():
+            raise StartupError(
+                f"PIXRECON_DATABASE_URL points into {where.parent}, a folder that does not "
+                "exist: create it, or point PIXRECON_DATABASE_URL somewhere else"
+            )
+        if not may_create and not where.exists():
+            raise StartupError(
+                f"there is no database at {where}: point PIXRECON_DATABASE_URL at yours "
+                "(sqlite:///PATH or postgresql://…), or create this one with "
+                "`pixrecon db upgrade`"
+            )
+    return engine
+
+
+def _check_schema(engine: Engine) -> None:
+    current, head = current_revision(engine), head_revision(engine)
+    if current == head:
+        return
+    if current is None:
+        raise StartupError("the database has no pixrecon tables yet: run `pixrecon db upgrade`")
+    raise StartupError(
+        f"the database schema is at revision {current}, this pixrecon needs {head}: "
+        "run `pixrecon db upgrade` first"
+    )
+
+
 def open_database(settings: Settings, *, auto_upgrade: bool) -> Engine:
     """The embedded SQLite database is migrated on start; a shared PostgreSQL is migrated
     only on purpose (``pixrecon db upgrade``), so several processes never race to do it."""
-    engine = create_db_engine(settings.database_url)
-    if auto_upgrade and settings.uses_sqlite:
-        upgrade(engine)
-    elif not is_up_to_date(engine):
-        raise StartupError("the database schema is not up to date: run `pixrecon db upgrade` first")
+    embedded = auto_upgrade and settings.uses_sqlite
+    engine = database_engine(settings, may_create=embedded)
+    try:
+        if embedded:
+            upgrade(engine)
+        else:
+            _check_schema(engine)
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        raise StartupError(why_unavailable(settings.database_url, exc)) from None
+    except CommandError as exc:
+        engine.dispose()
+        raise StartupError(f"cannot migrate the database: {exc}") from None
+    except StartupError:
+        engine.dispose()
+        raise
     return engine

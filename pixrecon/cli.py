@@ -1,13 +1,26 @@
 """``pixrecon`` — the console script: every command group of ``pixrecon.commands``,
-assembled in one explicit list."""
+assembled in one explicit list, and the one place where errors become exit codes."""
 
 from __future__ import annotations
+
+import os
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from pixrecon.commands.common import EXIT_COULD_NOT_RUN, err
+from pixrecon.bootstrap import StartupError, why_unavailable
+from pixrecon.commands.common import (
+    EXIT_COULD_NOT_RUN,
+    EXIT_INTERRUPTED,
+    log,
+    one_line,
+    say,
+    setting_problems,
+)
+from pixrecon.commands.dashboard import dashboard_app
 from pixrecon.commands.db import db_app
 from pixrecon.commands.demo import demo
 from pixrecon.commands.events import events_app
@@ -17,12 +30,36 @@ from pixrecon.commands.reconcile import reconcile_command
 from pixrecon.commands.sandbox import sandbox
 from pixrecon.commands.serve import serve, worker
 from pixrecon.commands.webhooks import webhooks_app
+from reconcile.db import UNAVAILABLE_ERRORS
+from reconcile.logs import configure_logging
+from reconcile.settings import DEFAULT_DATABASE_URL, Settings, get_settings
 
 app = typer.Typer(
     help="Pix webhook receiver and reconciliation worker.",
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        try:
+            typer.echo(f"pixrecon {version('pixrecon')}")
+        except PackageNotFoundError:
+            typer.echo("pixrecon (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def pixrecon(
+    _version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="print the version"),
+    ] = False,
+) -> None:
+    """Pix webhook receiver and reconciliation worker."""
+
+
 # In the order `pixrecon --help` lists them: run it, feed it, look at the results.
 app.command()(serve)
 app.command()(worker)
@@ -32,20 +69,86 @@ app.command()(poll)
 app.command("reconcile")(reconcile_command)
 app.add_typer(exceptions_app, name="exceptions")
 app.add_typer(webhooks_app, name="webhooks")
+app.add_typer(dashboard_app, name="dashboard")
 app.command()(sandbox)
 app.command()(demo)
 
 
-def main() -> None:
+def _start_logging() -> None:
+    """Logging in its final format before anything can log or fail, for every command.
+    Settings that cannot be read fail the command itself, later; until then a lenient
+    reading of the two logging variables will do."""
     try:
-        app()
+        settings = get_settings()
+    except ValidationError:
+        raw = os.environ.get("PIXRECON_LOG_JSON", "").strip().lower()
+        json = True if raw in ("1", "true", "yes", "on") else None
+        configure_logging("INFO", json=False if raw in ("0", "false", "no", "off") else json)
+        return
+    configure_logging(settings.log_level, json=settings.log_json)
+
+
+def _database_url() -> str:
+    try:
+        return get_settings().database_url
+    except ValidationError:
+        return DEFAULT_DATABASE_URL
+
+
+def run(args: list[str] | None = None) -> int:
+    """Run one command; every way it can end is an exit code of the README's table, with
+    one line on stderr when it could not run — never a traceback."""
+    _start_logging()
+    try:
+        code = app(args=args, prog_name="pixrecon", standalone_mode=False)
+    except typer.TyperException as exc:  # click's usage errors: unknown option, bad value
+        if type(exc).__name__ != "NoArgsIsHelpError":  # the help was printed instead
+            where = getattr(getattr(exc, "ctx", None), "command_path", "pixrecon")
+            said = exc.format_message().replace("Value error, ", "")
+            say(f"{escape(said)} (see `{where} --help`)")
+        return EXIT_COULD_NOT_RUN
+    except typer.Abort:
+        say("aborted")
+        return EXIT_INTERRUPTED
+    except SystemExit as exc:
+        # A library's own exit — click's 1 for a closed stdout (`| head`) among them; 1
+        # is reserved for "exceptions remain".
+        if exc.code is None or exc.code == 0:
+            return 0
+        if not isinstance(exc.code, int):
+            say(escape(str(exc.code)))
+        return EXIT_COULD_NOT_RUN if exc.code != EXIT_INTERRUPTED else EXIT_INTERRUPTED
     except ValidationError as exc:
-        # A setting with a value it cannot take (read when a command starts): say which
-        # variable and why, in one line each — never a traceback, and never exit 1.
-        for problem in exc.errors():
-            name = "PIXRECON_" + "_".join(str(part) for part in problem["loc"]).upper()
-            err.print(
-                f"[bold red]error:[/] {name}={escape(repr(problem.get('input')))}: "
-                f"{escape(problem['msg'])}"
-            )
-        raise SystemExit(EXIT_COULD_NOT_RUN) from None
+        if exc.title != Settings.__name__:
+            return _crashed(exc)
+        # A setting with a value it cannot take (read when a command starts).
+        for line in setting_problems(exc):
+            say(line)
+        return EXIT_COULD_NOT_RUN
+    except StartupError as exc:
+        say(escape(str(exc)))
+        return EXIT_COULD_NOT_RUN
+    except UNAVAILABLE_ERRORS as exc:
+        say(escape(why_unavailable(_database_url(), exc)))
+        return EXIT_COULD_NOT_RUN
+    except OSError as exc:  # the environment: a file, a permission, an address
+        say(one_line(exc))
+        return EXIT_COULD_NOT_RUN
+    except Exception as exc:
+        return _crashed(exc)
+    return code if isinstance(code, int) else 0
+
+
+def _crashed(exc: Exception) -> int:
+    # Never a traceback, and never 1 (which means "exceptions remain"): what broke, in one
+    # line, and where the details are.
+    log.debug("command_crashed", exc_info=exc)
+    say(
+        f"the command stopped on an unexpected error ({one_line(exc)}); "
+        "PIXRECON_LOG_LEVEL=DEBUG shows where it happened"
+    )
+    return EXIT_COULD_NOT_RUN
+
+
+def main() -> None:
+    raise SystemExit(run())

@@ -7,6 +7,7 @@ from types import TracebackType
 from sqlalchemy import Engine
 from starlette.applications import Starlette
 
+from dashboard.app import create_dashboard
 from receiver.app import create_app
 from reconcile.settings import Settings
 from worker.runtime import InProcessWorker, WorkerRuntime, build_runtime
@@ -18,6 +19,9 @@ class Node:
         self.engine = engine
         self.runtime: WorkerRuntime = build_runtime(settings, engine)
         self.app: Starlette = create_app(settings, engine, self.runtime.dispatcher.dispatch)
+        # A sub-application with its own session middleware: webhook deliveries never
+        # read or write a cookie. Without users configured it answers 404 (docs/dashboards.md).
+        self.app.mount("/dashboard", create_dashboard(settings, engine))
         self._workers = (
             InProcessWorker(self.runtime, settings.worker_threads)
             if self.runtime.in_process

@@ -61,4 +61,18 @@ def parse_json(request: Request, body: bytes) -> Any:
         raise Problem(400, "malformed-json", f"body is not valid JSON: {exc}") from None
     if _depth(document, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise Problem(400, "malformed-json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if _lone_surrogates(body, document):
+        raise Problem(400, "malformed-json", "JSON text is not valid Unicode (a lone surrogate)")
     return document
+
+
+def _lone_surrogates(body: bytes, document: Any) -> bool:
+    """``"\\ud800"`` is JSON syntax but no character: no text column could store it. The
+    full check runs only when the bytes could hold one."""
+    if b"\\u" not in body and b"\xed" not in body:
+        return False
+    try:
+        json.dumps(document, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

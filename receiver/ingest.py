@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +86,23 @@ def webhook_endpoint(ctx: ReceiverContext, auth: WebhookAuth, parse: Parse) -> E
     return endpoint
 
 
+# Array indexes would make a label value per position; the field is what matters.
+_INDEX = re.compile(r"/[0-9]+(?=/|$)")
+
+
+def _count_warnings(metrics: ReceiverMetrics, items: Sequence[NewItem]) -> None:
+    for item in items:
+        for warning in item.warnings:
+            metrics.warnings.labels(item.kind, _INDEX.sub("/*", warning.pointer)).inc()
+        if item.warnings:
+            log.info(
+                "item_read_with_warnings",
+                kind=item.kind,
+                key=item.key,
+                fields=[w.pointer for w in item.warnings],
+            )
+
+
 async def _accept(
     ctx: ReceiverContext,
     request: Request,
@@ -110,6 +128,7 @@ async def _accept(
         raise storage_unavailable() from None
     ctx.metrics.items.labels(route, "new").inc(len(result.new_ids))
     ctx.metrics.items.labels(route, "duplicate").inc(result.duplicates)
+    _count_warnings(ctx.metrics, items)
     log.info(
         "webhook_accepted",
         route=route,

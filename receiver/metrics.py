@@ -23,6 +23,13 @@ class ReceiverMetrics:
             ["route", "outcome"],
             registry=self.registry,
         )
+        self.warnings = Counter(
+            "pixrecon_item_warnings",
+            "Fields of accepted items read otherwise than documented (kept raw, flagged), "
+            "by item kind and field (a JSON pointer, array indexes as *)",
+            ["kind", "field"],
+            registry=self.registry,
+        )
         self.ack_seconds = Histogram(
             "pixrecon_webhook_ack_seconds",
             "Time from request start to acknowledgement",

@@ -1,5 +1,7 @@
-"""The receiver's own OpenAPI description, generated from the payload models it validates
-with, so the document cannot drift from the behaviour."""
+"""The receiver's own OpenAPI description, generated from the payload models it reads
+with, so the document cannot drift from the behaviour: an item's business key is required
+as specified; every other field is documented, and accepted whatever its shape (it is kept
+raw and flagged)."""
 
 from __future__ import annotations
 
@@ -8,29 +10,30 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from reconcile.payloads.accounts import AccountsNotification, AccountsNotificationForKind
-from reconcile.payloads.automatico import CobRCallback, RecCallback
-from reconcile.payloads.pix import PixCallback, PixItem
+from reconcile.payloads.accounts import DATA_MODELS
+from reconcile.payloads.automatico import CobRNotification, RecNotification
+from reconcile.payloads.pix import Devolucao, PixItem
 
 REF = "#/components/schemas/{model}"
 ERRORS = {
-    "400": "malformed JSON, wrong body shape or schema violations (see `violations`)",
+    "400": "malformed JSON, or an item without its business key (see `violations`)",
     "401": "missing or invalid webhook credentials (secret, client certificate, signature)",
     "403": "the client address is not allowed",
     "413": "body too large",
     "415": "the body is not JSON",
     "503": "storage unavailable; nothing was accepted, retry after `Retry-After`",
 }
+# Where no shape of the route fits, the body is stored whole as `unsupported`, and accepted.
+NOT_A_CONTAINER = {"not": {"type": ["array", "object"]}}
 
 
 def _schemas() -> dict[str, Any]:
     models: list[type[BaseModel]] = [
-        PixCallback,
         PixItem,
-        RecCallback,
-        CobRCallback,
-        AccountsNotification,
-        AccountsNotificationForKind,
+        Devolucao,
+        RecNotification,
+        CobRNotification,
+        *{model.__name__: model for model in DATA_MODELS.values()}.values(),
     ]
     _, definitions = models_json_schema(
         [(model, "validation") for model in models], ref_template=REF
@@ -98,25 +101,80 @@ def _webhook(summary: str, body_schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def build_openapi(secret_header: str) -> dict[str, Any]:
-    pix_body = {
-        "description": "the BCB body, and the shapes real deliveries also use",
+def _family_body(wrapper: str, item: str, description: str) -> dict[str, Any]:
+    """``{wrapper: [...]}``, ``{wrapper: {...}}``, a flat item or a bare array of items
+    (docs/design.md §4); anything else is kept as unsupported."""
+    one = _ref(item)
+    return {
+        "description": description,
         "anyOf": [
-            _ref("PixCallback"),
-            {"type": "object", "required": ["pix"], "properties": {"pix": _ref("PixItem")}},
-            _ref("PixItem"),
-            {"type": "array", "items": _ref("PixItem")},
+            {
+                "type": "object",
+                "required": [wrapper],
+                "properties": {
+                    wrapper: {"anyOf": [{"type": "array", "items": one}, one, NOT_A_CONTAINER]}
+                },
+            },
+            {"allOf": [one, {"not": {"required": [wrapper]}}]},
+            {"type": "array", "items": one},
+            NOT_A_CONTAINER,
         ],
     }
-    pix = _webhook("BCB Pix callback (Pix received and their refunds)", pix_body)
+
+
+def _any_case(word: str) -> str:
+    return "^" + "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word) + "$"
+
+
+def _accounts_body() -> dict[str, Any]:
+    """A known ``type`` needs its object(s), under ``data`` or ``payload``, each with its key;
+    any other body is kept as unsupported."""
+    rules = []
+    for name, model in DATA_MODELS.items():
+        data = _ref(model.__name__)
+        slot = {"anyOf": [data, {"type": "array", "items": data}, NOT_A_CONTAINER]}
+        rules.append(
+            {
+                "if": {
+                    "type": "object",
+                    "required": ["type"],
+                    "properties": {"type": {"type": "string", "pattern": _any_case(name)}},
+                },
+                "then": {
+                    "anyOf": [
+                        {"required": ["data"], "properties": {"data": slot}},
+                        {
+                            "not": {"required": ["data"]},
+                            "required": ["payload"],
+                            "properties": {"payload": slot},
+                        },
+                        {"not": {"anyOf": [{"required": ["data"]}, {"required": ["payload"]}]}},
+                    ]
+                },
+            }
+        )
+    return {
+        "description": (
+            '{"type": T, "data": {...}}; data may also come as an array (one item each) or '
+            "under payload. Types other than " + ", ".join(DATA_MODELS) + " are stored as "
+            "unsupported and acknowledged"
+        ),
+        "allOf": rules,
+    }
+
+
+def build_openapi(secret_header: str) -> dict[str, Any]:
+    pix = _webhook(
+        "BCB Pix callback (Pix received and their refunds)",
+        _family_body("pix", "PixItem", "the BCB body, and the shapes real deliveries also use"),
+    )
     accounts = _webhook(
-        "Accounts API notification; unknown types are stored as unsupported",
-        _ref("AccountsNotification"),
+        "Accounts API notification; unknown types are stored as unsupported", _accounts_body()
     )
     accounts_kind = {
         **_webhook(
             "Accounts API notification registered per type; `type` defaults to {kind}",
-            _ref("AccountsNotificationForKind"),
+            _accounts_body(),
         ),
         "parameters": [
             {
@@ -140,9 +198,13 @@ def build_openapi(secret_header: str) -> dict[str, Any]:
         "paths": {
             "/webhooks/qrcode/pix": pix,
             "/webhooks/qrcode": pix,
-            "/webhooks/qrcode/rec": _webhook("Pix Automático recurrences", _ref("RecCallback")),
+            "/webhooks/qrcode/rec": _webhook(
+                "Pix Automático recurrences",
+                _family_body("recs", "RecNotification", "the BCB WebhookRecBody, and variants"),
+            ),
             "/webhooks/qrcode/cobr": _webhook(
-                "Pix Automático recurring charges", _ref("CobRCallback")
+                "Pix Automático recurring charges",
+                _family_body("cobsr", "CobRNotification", "the BCB WebhookCobRBody, and variants"),
             ),
             "/webhooks/accounts": accounts,
             "/webhooks/accounts/{kind}": accounts_kind,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlmodel import col
 
 from reconcile.db import session_scope
@@ -136,10 +136,15 @@ def confirm_pending(
     extra_columns: tuple[str, ...] = (),
     limit: int = 100,
     now: datetime | None = None,
+    amount_from_api: bool = False,
 ) -> ConfirmReport:
     """Look up the rows due for a check; API calls happen outside any transaction.
     ``lookup`` returns the amount the API states (cents, or ``UNKNOWN_AMOUNT``), raises
-    ``NotFound``, or returns ``None`` when nothing can look this row up now."""
+    ``NotFound``, or returns ``None`` when nothing can look this row up now.
+
+    With ``amount_from_api``, a row whose notified amount could not be read
+    (``amount_cents`` null) takes the API's; until the API states one it stays pending,
+    since money of unknown amount cannot count."""
     now = now or utcnow()
     report = ConfirmReport()
     with session_scope(engine) as session:
@@ -213,6 +218,11 @@ def confirm_pending(
             outcomes.append((row.id, Confirmation.PENDING.value, None, now + MAX_RECHECK * 6))
             report.skipped.append(row.id)
             continue
+        if amount_from_api and row.amount_cents is None and api_cents == UNKNOWN_AMOUNT:
+            log.warning("movement_amount_unknown", table=model.__tablename__, row=row.id)
+            outcomes.append((row.id, Confirmation.PENDING.value, None, now + MAX_RECHECK))
+            report.still_pending.append(row.id)
+            continue
         agrees = api_cents == UNKNOWN_AMOUNT or row.amount_cents in (None, api_cents)
         stated = None if api_cents == UNKNOWN_AMOUNT else api_cents
         if agrees:
@@ -222,7 +232,7 @@ def confirm_pending(
             outcomes.append((row.id, Confirmation.AMOUNT_MISMATCH.value, stated, None))
             report.mismatched.append(row.id)
     if outcomes:
-        _record(engine, model, outcomes, now)
+        _record(engine, model, outcomes, now, amount_from_api=amount_from_api)
     if report.unconfirmed or report.mismatched:
         log.warning(
             "movements_not_confirmed",
@@ -238,10 +248,18 @@ def _record(
     model: Confirmed,
     outcomes: list[tuple[int, str, int | None, datetime | None]],
     now: datetime,
+    *,
+    amount_from_api: bool = False,
 ) -> None:
     with session_scope(engine) as session:
         for row_id, confirmation, amount_cents, next_check_at in outcomes:
             settled = confirmation != Confirmation.PENDING.value
+            # An amount the notification did not let us read is the API's from now on.
+            filled = (
+                {"amount_cents": func.coalesce(model.amount_cents, amount_cents)}
+                if amount_from_api and amount_cents is not None
+                else {}
+            )
             session.execute(
                 update(model)
                 .where(
@@ -255,6 +273,7 @@ def _record(
                     confirmed_at=now if settled else None,
                     next_check_at=next_check_at,
                     check_attempts=model.check_attempts + 1,
+                    **filled,
                 )
             )
 
@@ -269,6 +288,7 @@ def confirm_pending_pix(
         grace=grace,
         extra_columns=("end_to_end_id",),
         limit=limit,
+        amount_from_api=True,
     )
 
 
@@ -350,17 +370,22 @@ def confirm_pending_refunds(
         grace=grace,
         extra_columns=("end_to_end_id", "refund_id", "rtr_id", "status"),
         limit=limit,
+        amount_from_api=True,
     )
 
 
 def waive_confirmation(engine: Engine) -> int:
-    """Policy "none": pending rows count as they are."""
+    """Policy "none": pending rows count as they are — except money whose amount nobody
+    could read, which stays pending: without a look-up it can never count."""
     waived = 0
     with session_scope(engine) as session:
         for model in (PixReceived, AccountMovement, PixRefund):
+            readable = (
+                (col(model.amount_cents).is_not(None),) if model is not AccountMovement else ()
+            )
             result = session.execute(
                 update(model)
-                .where(col(model.confirmation) == Confirmation.PENDING.value)
+                .where(col(model.confirmation) == Confirmation.PENDING.value, *readable)
                 .values(confirmation=Confirmation.NOT_REQUIRED.value, next_check_at=None)
             )
             waived += int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, Table, create_engine, event
+from sqlalchemy import URL, Engine, Table, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlmodel import Session, SQLModel
 
@@ -40,8 +41,39 @@ def _configure_sqlite(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+# The dialects the migrations and the per-dialect upserts are written for.
+DATABASE_FORMS = "sqlite:///PATH or postgresql://USER@HOST/DATABASE"
+_POSTGRES_DRIVERS = ("postgresql", "postgres", "postgresql+psycopg")
+
+
+class DatabaseUrlError(ValueError):
+    """A database URL pixrecon cannot use, whatever the state of the server."""
+
+
+def parse_database_url(url: str) -> URL:
+    """The URL, or why it cannot be one pixrecon runs on (before any driver is loaded)."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise DatabaseUrlError(f"not a database URL; expected {DATABASE_FORMS}") from None
+    if parsed.drivername not in ("sqlite", "sqlite+pysqlite", *_POSTGRES_DRIVERS):
+        raise DatabaseUrlError(
+            f"{parsed.drivername!r} is not supported; pixrecon runs on SQLite or PostgreSQL "
+            f"({DATABASE_FORMS})"
+        )
+    return parsed
+
+
+def sqlite_file(url: URL) -> Path | None:
+    """The file behind a SQLite URL; ``None`` for an in-memory database or another dialect."""
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    return None if database.startswith("file:") else Path(database)
+
+
 def create_db_engine(url: str, *, echo: bool = False) -> Engine:
-    parsed = make_url(url)
+    parsed = parse_database_url(url)
     if parsed.get_backend_name() == "sqlite":
         engine = create_engine(
             url, echo=echo, connect_args={"check_same_thread": False, "timeout": 30}

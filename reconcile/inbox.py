@@ -16,7 +16,16 @@ from sqlalchemy import func, insert, select, update
 from sqlmodel import Session, col
 
 from reconcile.db import insert_for, table_of
-from reconcile.models import InboxItem, ItemStatus, Source, WebhookDelivery
+from reconcile.models import (
+    DeliveryItem,
+    InboxItem,
+    InboxRef,
+    ItemStatus,
+    Source,
+    WebhookDelivery,
+)
+from reconcile.payloads.refs import item_refs, ref_values
+from reconcile.payloads.tolerant import ItemWarning
 from reconcile.timeutil import utcnow
 
 
@@ -37,6 +46,26 @@ class NewItem:
     key: str
     payload: str
     status: str = ItemStatus.PENDING.value
+    warnings: tuple[ItemWarning, ...] = ()
+    """Fields of the payload read otherwise than documented (kept raw, flagged)."""
+    refs: tuple[str, ...] | None = None
+    """Every reference the item carries; ``None``: read them from the payload."""
+
+    def ref_values(self) -> tuple[str, ...]:
+        if self.refs is not None:
+            return self.refs
+        try:
+            payload = json.loads(self.payload, parse_float=Decimal)
+        except ValueError:
+            return ()
+        return ref_values(item_refs(self.kind, payload))
+
+
+def warnings_json(warnings: Sequence[ItemWarning]) -> str | None:
+    """How an item's warnings are stored: ``None`` when there are none (most items)."""
+    if not warnings:
+        return None
+    return json.dumps([w.as_json() for w in warnings], ensure_ascii=False)
 
 
 @dataclass
@@ -160,6 +189,7 @@ def _store_groups(
             "webhook_count": sightings[key] if is_webhook else 0,
             "poll_count": 0 if is_webhook else sightings[key],
             "attempts": 0,
+            "warnings": warnings_json(item.warnings),
         }
         # A stable key order keeps concurrent batches from deadlocking on PostgreSQL.
         for key, (index, item) in sorted(first.items())
@@ -168,6 +198,7 @@ def _store_groups(
         key: (item_id, seen)
         for item_id, key, seen in session.execute(_upsert(session.get_bind().dialect.name), rows)
     }
+    _index(session, groups, first, stored, sightings)
     for index, (_, items) in enumerate(groups):
         result = results[index]
         for key, count in sorted(Counter(item.key for item in items).items()):
@@ -181,6 +212,38 @@ def _store_groups(
             else:
                 result.duplicates += count
     return results
+
+
+def _index(
+    session: Session,
+    groups: Sequence[tuple[int | None, Sequence[NewItem]]],
+    first: Mapping[str, tuple[int, NewItem]],
+    stored: Mapping[str, tuple[int, int]],
+    sightings: Counter[str],
+) -> None:
+    """In the items' own transaction, one statement each: the references of the items
+    this call created, and the deliveries that repeated an item (the one that created it
+    is its ``delivery_id``) — none at all in the common case of new items only."""
+    created = {key for key in first if stored[key][1] == sightings[key]}
+    refs = sorted({(ref, stored[key][0]) for key in created for ref in first[key][1].ref_values()})
+    if refs:
+        session.execute(
+            insert(table_of(InboxRef)), [{"ref": ref, "item_id": item_id} for ref, item_id in refs]
+        )
+    links = sorted(
+        {
+            (stored[item.key][0], delivery_id)
+            for index, (delivery_id, items) in enumerate(groups)
+            if delivery_id is not None
+            for item in items
+            if item.key not in created or first[item.key][0] != index
+        }
+    )
+    if links:
+        session.execute(
+            insert(table_of(DeliveryItem)),
+            [{"item_id": item_id, "delivery_id": delivery_id} for item_id, delivery_id in links],
+        )
 
 
 def claim_for_redispatch(

@@ -129,11 +129,39 @@ class InboxItem(InboxItemBase, table=True):
     processed_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
     attempts: int = 0
     error: str | None = Field(default=None, sa_type=Text)
+    warnings: str | None = Field(
+        default=None,
+        sa_type=Text,
+        description="fields read otherwise than documented: JSON [{pointer, expected}]",
+    )
 
     @property
     def duplicates(self) -> int:
         """Webhook deliveries beyond the first (poll sightings are not duplicates)."""
         return max(self.webhook_count - 1, 0)
+
+
+class InboxRef(SQLModel, table=True):
+    """Every reference an item carries (endToEndId, txid, rtrId, idRec, idempotencyKey,
+    the provider's id), so any of them finds the item (``reconcile/payloads/refs.py``)."""
+
+    __tablename__ = "inbox_ref"
+
+    ref: str = Field(primary_key=True, max_length=100)
+    # No foreign key on purpose: written with the item in its transaction, and a check
+    # per row would cost every delivery's acknowledgement.
+    item_id: int = Field(primary_key=True, sa_type=BigInteger)
+
+
+class DeliveryItem(SQLModel, table=True):
+    """A webhook delivery that carried an item again (the one that first brought it is the
+    item's ``delivery_id``), so that every delivery mentioning an item can be listed."""
+
+    __tablename__ = "delivery_item"
+
+    item_id: int = Field(primary_key=True, sa_type=BigInteger)
+    # Written with the delivery and its items; no foreign key, as for ``inbox_ref``.
+    delivery_id: int = Field(primary_key=True, sa_type=BigInteger)
 
 
 class Confirmable(SQLModel):
@@ -150,7 +178,11 @@ class Confirmable(SQLModel):
 class PixReceivedBase(SQLModel):
     end_to_end_id: str = Field(max_length=32)
     txid: str | None = Field(default=None, max_length=35, index=True)
-    amount_cents: int = Field(sa_type=BigInteger)
+    amount_cents: int | None = Field(
+        default=None,
+        sa_type=BigInteger,
+        description="null while the notified amount is unreadable; the API's once confirmed",
+    )
     horario: datetime | None = Field(default=None, sa_type=UtcDateTime, index=True)
     horario_raw: str | None = Field(default=None, max_length=64)
     chave: str | None = Field(default=None, max_length=77)
@@ -188,7 +220,11 @@ class PixRefundBase(SQLModel):
     end_to_end_id: str = Field(max_length=32, description="the refunded Pix")
     refund_id: str = Field(max_length=35, description="the merchant's refund id")
     rtr_id: str | None = Field(default=None, max_length=32, index=True)
-    amount_cents: int = Field(sa_type=BigInteger)
+    amount_cents: int | None = Field(
+        default=None,
+        sa_type=BigInteger,
+        description="null while the notified amount is unreadable; the API's once confirmed",
+    )
     natureza: str | None = Field(default=None, max_length=32)
     status: str = Field(max_length=32)
     motivo: str | None = Field(default=None, sa_type=Text)
@@ -471,3 +507,21 @@ class ExceptionCase(SQLModel, table=True):
     first_seen_run_id: int = Field(sa_type=BigInteger)
     last_seen_run_id: int = Field(sa_type=BigInteger)
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+
+
+class CaseEvent(SQLModel, table=True):
+    """What a person did to an exception case — acknowledged, resolved, reopened — by
+    whom, when and with which note. Append-only: the database refuses to update or delete
+    a row (triggers of migration 0014), so the history cannot be rewritten afterwards."""
+
+    __tablename__ = "case_event"
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    case_id: int = Field(foreign_key="exception_case.id", sa_type=BigInteger, index=True)
+    action: str = Field(max_length=16, description="acknowledge, resolve or reopen")
+    actor: str = Field(
+        max_length=100, description="dashboard:<user>, or cli:<operating-system user>"
+    )
+    note: str | None = Field(default=None, sa_type=Text)
+    previous_state: str = Field(max_length=16, description="the CaseState before the action")
+    at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)

@@ -2,18 +2,40 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import case, func, select
 from sqlmodel import Session, col
 
-from reconcile.models import InboxItem, PixReceived
+from reconcile.models import DeliveryItem, InboxItem, InboxRef, PixReceived, WebhookDelivery
+from reconcile.payloads.refs import Refs, item_refs
 from reconcile.timeutil import as_utc
 
 
 def _iso(value: datetime | None) -> str | None:
     return as_utc(value).isoformat() if value is not None else None
+
+
+def item_payload(item: InboxItem) -> Any:
+    try:
+        return json.loads(item.payload, parse_float=Decimal)
+    except ValueError:
+        return None
+
+
+def refs_of(item: InboxItem) -> Refs:
+    return item_refs(item.kind, item_payload(item))
+
+
+def warnings_of(item: InboxItem) -> list[dict[str, str]]:
+    if not item.warnings:
+        return []
+    found: list[dict[str, str]] = json.loads(item.warnings)
+    return found
 
 
 def inbox_item_view(item: InboxItem) -> dict[str, Any]:
@@ -32,6 +54,8 @@ def inbox_item_view(item: InboxItem) -> dict[str, Any]:
         "duplicates": item.duplicates,
         "attempts": item.attempts,
         "error": item.error,
+        "refs": refs_of(item),
+        "warnings": warnings_of(item),
     }
 
 
@@ -44,6 +68,66 @@ def list_inbox(
     if source:
         stmt = stmt.where(col(InboxItem.source) == source)
     return list(session.execute(stmt).scalars())
+
+
+def items_by_ref(
+    session: Session,
+    ref: str,
+    *,
+    status: str | None = None,
+    source: str | None = None,
+    limit: int = 100,
+) -> list[InboxItem]:
+    """Every item that carries ``ref`` under any name, newest first (through the
+    ``inbox_ref`` index: one range of its primary key)."""
+    carrying = select(col(InboxRef.item_id)).where(col(InboxRef.ref) == ref)
+    stmt = (
+        select(InboxItem)
+        .where(col(InboxItem.id).in_(carrying))
+        .order_by(col(InboxItem.id).desc())
+        .limit(limit)
+    )
+    if status:
+        stmt = stmt.where(col(InboxItem.status) == status)
+    if source:
+        stmt = stmt.where(col(InboxItem.source) == source)
+    return list(session.execute(stmt).scalars())
+
+
+def deliveries_of(session: Session, item_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
+    """The webhook deliveries that carried each item — the one that brought it and every
+    repeat — oldest first (their bodies are in ``webhook_delivery``)."""
+    found: dict[int, list[dict[str, Any]]] = {item_id: [] for item_id in item_ids}
+    if not item_ids:
+        return found
+    ids = list(item_ids)
+    first = select(col(InboxItem.id), col(InboxItem.delivery_id)).where(
+        col(InboxItem.id).in_(ids), col(InboxItem.delivery_id).is_not(None)
+    )
+    again = select(col(DeliveryItem.item_id), col(DeliveryItem.delivery_id)).where(
+        col(DeliveryItem.item_id).in_(ids)
+    )
+    pairs = {(item_id, delivery_id) for item_id, delivery_id in session.execute(first.union(again))}
+    deliveries = {
+        delivery.id: delivery
+        for delivery in session.execute(
+            select(WebhookDelivery).where(
+                col(WebhookDelivery.id).in_(sorted({d for _, d in pairs}))
+            )
+        ).scalars()
+    }
+    for item_id, delivery_id in sorted(pairs):
+        delivery = deliveries[delivery_id]
+        found[item_id].append(
+            {
+                "id": delivery_id,
+                "route": delivery.route,
+                "remote_addr": delivery.remote_addr,
+                "received_at": _iso(delivery.received_at),
+                "item_count": delivery.item_count,
+            }
+        )
+    return found
 
 
 def inbox_summary(session: Session) -> dict[str, int]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///pixrecon.db"
+DASHBOARD_USER_NAME = re.compile(r"[A-Za-z0-9._@-]{1,64}")
+DASHBOARD_SECRET_MIN_LENGTH = 32
 
 
 def _split_csv(value: object) -> object:
@@ -109,7 +112,7 @@ class Settings(BaseSettings):
 
     # Confirm-by-API (docs/design.md §1.5): "api" looks every notified movement up before its
     # money counts; "none" trusts webhooks (only for providers that sign, say).
-    confirm_policy: str = Field(default="api", pattern="^(api|none)$")
+    confirm_policy: Literal["api", "none"] = "api"
     # A notified movement the API does not know yet stays pending this long, then it is
     # flagged unconfirmed_webhook (the provider's own lists can lag).
     confirm_grace_seconds: float = Field(default=900.0, gt=0)
@@ -137,8 +140,19 @@ class Settings(BaseSettings):
     refund_warning_days: int = Field(default=10, ge=0)
     scheduler_enabled: bool = True
 
-    log_level: str = "INFO"
-    log_json: bool = True
+    # The dashboard (GET /dashboard): people who may sign in, as NAME:HASH pairs (hashes
+    # from `python -m dashboard hash-password`), and the key that signs their session
+    # cookie. Without both the dashboard answers 404 with a page saying so.
+    dashboard_users: CsvList = Field(default_factory=list)
+    dashboard_secret: SecretStr | None = None
+    dashboard_session_seconds: int = Field(default=8 * 3600, gt=0)
+    # Send the session cookie over HTTPS only. Browsers accept it on http://localhost too;
+    # switch it off only for a dashboard reached over plain HTTP on a trusted network.
+    dashboard_cookie_secure: bool = True
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    # Unset: JSON lines unless stderr is a terminal, where a person reads them.
+    log_json: bool | None = None
 
     @field_validator(
         "webhook_secrets",
@@ -153,6 +167,39 @@ class Settings(BaseSettings):
     @classmethod
     def _csv(cls, value: object) -> object:
         return _split_csv(value)
+
+    @field_validator("dashboard_users", mode="before")
+    @classmethod
+    def _dashboard_users(cls, value: object) -> object:
+        users = _split_csv(value)
+        if isinstance(users, list):
+            for entry in users:
+                name, _, hashed = str(entry).partition(":")
+                if not DASHBOARD_USER_NAME.fullmatch(name) or not hashed:
+                    raise ValueError(
+                        "each user is NAME:HASH (NAME of letters, digits and . _ @ -; HASH "
+                        "from `python -m dashboard hash-password`), separated by commas"
+                    )
+        return users
+
+    @field_validator("dashboard_secret", mode="after")
+    @classmethod
+    def _dashboard_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value():
+            return None  # an empty variable, as a template .env leaves it, means unset
+        if value is not None and len(value.get_secret_value()) < DASHBOARD_SECRET_MIN_LENGTH:
+            raise ValueError(
+                f"use at least {DASHBOARD_SECRET_MIN_LENGTH} random characters, e.g. "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+            )
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_name(cls, value: object) -> object:
+        # Any case is accepted; an unknown name is reported as it was written.
+        upper = value.upper() if isinstance(value, str) else value
+        return upper if upper in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") else value
 
     @property
     def qrcode_configured(self) -> bool:
@@ -188,6 +235,10 @@ class Settings(BaseSettings):
     def confirmation_ok(self) -> bool:
         both = self.qrcode_configured and self.accounts_configured
         return self.confirm_policy == "none" or both
+
+    @property
+    def dashboard_configured(self) -> bool:
+        return bool(self.dashboard_users and self.dashboard_secret)
 
     @property
     def uses_sqlite(self) -> bool:

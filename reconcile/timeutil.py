@@ -30,7 +30,10 @@ def parse_timestamp(raw: object) -> datetime | None:
     if parsed.tzinfo is None:
         # The BCB API speaks UTC when no offset is given.
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # year 1 with a positive offset: before the first instant
+        return None
 
 
 def as_utc(value: datetime) -> datetime:

@@ -1,25 +1,36 @@
 """What every command shares: the consoles, one way to fail (one line, exit code 2), the
-``--format`` choice, and opening the database or exiting cleanly."""
+``--format`` choice, ports, progress, and opening the database or exiting cleanly."""
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 import typer
+from pydantic import AliasChoices, ValidationError
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
 from sqlalchemy import Engine
 
 from pixrecon.bootstrap import StartupError, open_database
+from reconcile.logs import get_logger, json_enabled
 from reconcile.settings import Settings
 
 console = Console()
-err = Console(stderr=True)
+# A diagnostic is one line however narrow the terminal (rich wraps at 80 columns otherwise).
+err = Console(stderr=True, soft_wrap=True)
+log = get_logger("pixrecon")
 
 # Exit codes (README): 0 ok; 1 only for "exceptions remain" (``pixrecon reconcile``);
 # 2 whenever a command could not do what it was asked.
 EXIT_COULD_NOT_RUN = 2
+EXIT_INTERRUPTED = 130
 
 
 class OutputFormat(StrEnum):
@@ -30,6 +41,7 @@ class OutputFormat(StrEnum):
 FormatOption = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="table for people, json for programs")
 ]
+PortOption = Annotated[int, typer.Option(min=1, max=65535, help="port to listen on")]
 
 
 def one_line(exc: BaseException) -> str:
@@ -39,14 +51,115 @@ def one_line(exc: BaseException) -> str:
     return escape(f"{type(exc).__name__}: {said[0] if said else ''}")
 
 
+def say(message: str, level: Literal["error", "warning"] = "error") -> None:
+    """A diagnostic on stderr (``message`` is rich markup). Where stderr carries JSON logs
+    it is a log event too, so that every line there parses."""
+    if json_enabled():
+        plain = Text.from_markup(message).plain
+        if level == "error":
+            log.error("command_failed", message=plain)
+        else:
+            log.warning("command_warning", message=plain)
+        return
+    label = "[bold red]error:[/]" if level == "error" else "[bold yellow]warning:[/]"
+    err.print(f"{label} {message}")
+
+
 def fail(message: str, code: int = EXIT_COULD_NOT_RUN) -> typer.Exit:
     """Say what is wrong on stderr; the caller raises the returned ``Exit``."""
-    err.print(f"[bold red]error:[/] {message}")
+    say(message)
     return typer.Exit(code)
 
 
+def progress(*, transient: bool = True) -> Progress:
+    """A spinner on stderr for a person; none where stderr is a JSON log stream."""
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    return Progress(*columns, console=err, transient=transient, disable=json_enabled())
+
+
 def database_or_exit(settings: Settings, *, auto_upgrade: bool) -> Engine:
+    """The database, checked. ``auto_upgrade`` only for the commands that own the
+    embedded schema (``serve``, ``demo``): for every other command a SQLite file that does
+    not exist is an error, never a new empty database."""
     try:
         return open_database(settings, auto_upgrade=auto_upgrade)
     except StartupError as exc:
-        raise fail(str(exc)) from None
+        raise fail(escape(str(exc))) from None
+
+
+def listen_or_exit(host: str, port: int) -> socket.socket:
+    """The listening address, taken before any work is done (a port in use is found
+    now, not after migrations and worker threads have started)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            why = f"port {port} is already in use on {host}: stop what listens there, or "
+            raise fail(escape(why) + "choose another --port") from None
+        if exc.errno == errno.EACCES:
+            why = f"not allowed to listen on port {port} (ports below 1024 need privileges): "
+            raise fail(escape(why) + "choose another --port") from None
+        if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+            raise fail(
+                f"{escape(host)} is not an address of this machine: use --host 127.0.0.1, "
+                "or 0.0.0.0 for every interface"
+            ) from None
+        raise fail(f"cannot listen on {escape(host)}:{port}: {one_line(exc)}") from None
+    return sock
+
+
+def broker_or_exit(settings: Settings, *, reachable: bool) -> None:
+    """A broker URL that names Redis (and, with ``reachable``, a Redis that answers)."""
+    import redis
+
+    url = settings.broker_url or ""
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=2)
+    except ValueError:
+        raise fail(
+            f"PIXRECON_BROKER_URL={escape(repr(url))}: not a Redis URL; expected "
+            "redis://HOST:PORT/DB (or unset it for the in-process broker)"
+        ) from None
+    if not reachable:
+        return
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        raise fail(
+            f"cannot reach the broker at PIXRECON_BROKER_URL ({one_line(exc)}): check the "
+            "URL and that Redis is running"
+        ) from None
+    finally:
+        client.close()
+
+
+# What pydantic's messages leave implicit about the expected form of a value.
+_EXPECTED = {"bool_parsing": "use 1 or 0 (true/false, yes/no, on/off)"}
+
+
+def _setting_name(loc: Sequence[Any]) -> str:
+    key = str(loc[0]) if loc else "?"
+    if not key.upper().startswith("PIXRECON_"):
+        return f"PIXRECON_{key.upper()}"
+    # A renamed setting: name the variable this environment actually set.
+    for field in Settings.model_fields.values():
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices) and key in alias.choices:
+            set_here = [str(c) for c in alias.choices if str(c) in os.environ]
+            return set_here[0] if set_here else key
+    return key
+
+
+def setting_problems(exc: ValidationError) -> list[str]:
+    """One line per setting that cannot be read: the variable, its value, what it must be."""
+    lines = []
+    for problem in exc.errors():
+        hint = _EXPECTED.get(problem["type"])
+        said = problem["msg"] + (f"; {hint}" if hint else "")
+        value = repr(problem.get("input"))
+        lines.append(f"{_setting_name(problem['loc'])}={escape(value)}: {escape(said)}")
+    return lines

@@ -18,7 +18,7 @@ from pixrecon.commands.common import (
     database_or_exit,
     fail,
 )
-from reconcile.cases import CaseNotFound, list_cases, set_state
+from reconcile.cases import CaseNotFound, NoteRequired, list_cases, set_state
 from reconcile.db import session_scope
 from reconcile.models import CaseState
 from reconcile.settings import get_settings
@@ -43,7 +43,7 @@ def exceptions(
         business_day = date.fromisoformat(day) if day else None
     except ValueError:
         raise fail(f"--date must be YYYY-MM-DD, got {escape(day or '')!r}") from None
-    engine = database_or_exit(get_settings(), auto_upgrade=True)
+    engine = database_or_exit(get_settings(), auto_upgrade=False)
     states = tuple(CaseState) if everything else CaseState.remaining()
     with session_scope(engine) as session:
         rows = list_cases(session, day=business_day, states=states)
@@ -65,18 +65,20 @@ def exceptions(
 
 
 def _set(case_id: int, state: CaseState, note: str | None) -> None:
-    engine = database_or_exit(get_settings(), auto_upgrade=True)
+    engine = database_or_exit(get_settings(), auto_upgrade=False)
     with session_scope(engine) as session:
         try:
             case = set_state(session, case_id, state, note)
         except CaseNotFound:
             raise fail(f"no exception case {case_id}") from None
+        except NoteRequired:
+            raise fail("resolving a case needs --note: say how it was resolved") from None
         console.print(f"case {case.id} is now {case.state}")
 
 
 @exceptions_app.command("ack")
 def acknowledge(
-    case_id: Annotated[int, typer.Argument(help="case id")],
+    case_id: Annotated[int, typer.Argument(metavar="ID", help="case id")],
     note: Annotated[str | None, typer.Option(help="what is being done")] = None,
 ) -> None:
     """Acknowledge a case: someone is on it (it still counts as remaining)."""
@@ -85,7 +87,7 @@ def acknowledge(
 
 @exceptions_app.command("resolve")
 def resolve(
-    case_id: Annotated[int, typer.Argument(help="case id")],
+    case_id: Annotated[int, typer.Argument(metavar="ID", help="case id")],
     note: Annotated[str, typer.Option(help="how it was resolved")],
 ) -> None:
     """Resolve a case with a note; re-running the day keeps it resolved."""

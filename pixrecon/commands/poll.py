@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 from sqlalchemy import Engine
 
@@ -18,11 +18,12 @@ from pixrecon.bootstrap import setup_logging
 from pixrecon.commands.common import (
     FormatOption,
     OutputFormat,
+    broker_or_exit,
     console,
     database_or_exit,
-    err,
     fail,
     one_line,
+    progress,
 )
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.polling.day import configured, fetch_window, poll_resuming
@@ -49,7 +50,7 @@ def _poll(
     engine: Engine,
     providers: ProviderClients,
     window: tuple[datetime, datetime] | None,
-    progress: Progress,
+    shown: Progress,
 ) -> dict[str, Any]:
     # With a broker the workers process what is found; without one nobody else will, so
     # this process does it, page by page.
@@ -62,10 +63,10 @@ def _poll(
         def on_new(ids: list[int]) -> None:
             process_items(engine, ids)
 
-    task = progress.add_task("polling", total=None)
+    task = shown.add_task("polling", total=None)
 
     def step(name: str) -> None:
-        progress.update(task, description=f"polling {name}")
+        shown.update(task, description=f"polling {name}")
 
     result: dict[str, Any] = {"seen": 0, "new": 0, "invalid": 0, "families": {}}
     for family in configured(providers):
@@ -127,6 +128,10 @@ def poll(
     window = None
     if since is not None:
         window = (_when(since, "since"), _when(until, "until") if until else utcnow())
+        if window[0] >= window[1]:
+            raise fail("--since must be earlier than --until (or than now, without --until)")
+    elif until is not None:
+        raise fail("--until needs --since: without them the poll resumes the workers' windows")
     providers = provider_clients(settings)
     if not configured(providers):
         raise fail(
@@ -134,11 +139,12 @@ def poll(
             "PIXRECON_QRCODE_CLIENT_ID and PIXRECON_QRCODE_CLIENT_SECRET (and/or the "
             "PIXRECON_ACCOUNTS_* settings)"
         )
-    engine = database_or_exit(settings, auto_upgrade=True)
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    if settings.broker_url:
+        broker_or_exit(settings, reachable=False)
+    engine = database_or_exit(settings, auto_upgrade=False)
     try:
-        with Progress(*columns, console=err, transient=True) as progress:
-            result = _poll(settings, engine, providers, window, progress)
+        with progress() as shown:
+            result = _poll(settings, engine, providers, window, shown)
     except POLL_ERRORS as exc:
         raise fail(f"the poll could not finish: {one_line(exc)}") from None
     finally:

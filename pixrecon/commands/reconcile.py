@@ -11,10 +11,9 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from pixrecon.bootstrap import StartupError, open_database, setup_logging
-from pixrecon.commands.common import OutputFormat, console, err, fail, one_line
+from pixrecon.commands.common import FormatOption, OutputFormat, console, fail, one_line, progress
 from pixrecon.report import ExportFormat, export_exceptions, print_report
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.logs import get_logger
@@ -34,9 +33,7 @@ RUN_ERRORS: tuple[type[Exception], ...] = (StartupError, ProviderError, *UNAVAIL
 
 def reconcile_command(
     day: Annotated[str, typer.Option("--date", help="business day YYYY-MM-DD (America/Sao_Paulo)")],
-    output: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="table for people, json for programs")
-    ] = OutputFormat.table,
+    output: FormatOption = OutputFormat.table,
     export: Annotated[
         tuple[ExportFormat, Path] | None,
         typer.Option("--export", help="write the exceptions: --export csv|json PATH"),
@@ -56,13 +53,11 @@ def reconcile_command(
         raise fail(f"--date must be YYYY-MM-DD, got {escape(day)!r}") from None
     providers = provider_clients(settings)
     try:
-        engine = open_database(settings, auto_upgrade=True)
-        columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-        transient = output is OutputFormat.json
-        with Progress(*columns, console=err, transient=transient) as progress:
+        engine = open_database(settings, auto_upgrade=False)
+        with progress(transient=output is OutputFormat.json) as bar:
             fetched: Fetched | None = None
             if poll:
-                task = progress.add_task("fetching the day", total=None)
+                task = bar.add_task("fetching the day", total=None)
                 # Processed right here, page by page: idempotent with workers doing the same.
                 fetched = fetch_day(
                     engine,
@@ -70,19 +65,19 @@ def reconcile_command(
                     business_day,
                     settings,
                     on_new=lambda ids: process_items(engine, ids),
-                    on_step=lambda name: progress.update(task, description=f"fetching {name}"),
+                    on_step=lambda name: bar.update(task, description=f"fetching {name}"),
                 )
-                progress.update(task, description="fetched the day", total=1, completed=1)
-            task = progress.add_task("matching", total=len(MATCHERS))
+                bar.update(task, description="fetched the day", total=1, completed=1)
+            task = bar.add_task("matching", total=len(MATCHERS))
             result = reconcile_day(
                 engine,
                 business_day,
-                on_step=lambda name: progress.update(
-                    task, description=f"matching {name}", advance=1
-                ),
+                on_step=lambda name: bar.update(task, description=f"matching {name}", advance=1),
                 judging=Judging.from_settings(settings),
                 sources=sources_of(providers, settings, fetched),
             )
+    except StartupError as exc:
+        raise fail(f"the reconciliation could not run: {escape(str(exc))}") from None
     except RUN_ERRORS as exc:
         raise fail(f"the reconciliation could not run: {one_line(exc)}") from None
     except Exception as exc:

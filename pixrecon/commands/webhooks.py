@@ -7,11 +7,13 @@ import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from pixrecon.commands.common import OutputFormat, console, fail
+from pixrecon.commands.common import FormatOption, OutputFormat, console, fail
 from reconcile.provider import factory
 from reconcile.provider.errors import ProviderError
 from reconcile.settings import get_settings
@@ -36,9 +38,7 @@ def register(
     accounts: Annotated[
         bool, typer.Option(help="also register the accounts API notification types")
     ] = True,
-    output: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="table for people, json for programs")
-    ] = OutputFormat.table,
+    output: FormatOption = OutputFormat.table,
 ) -> None:
     """Register /webhooks/qrcode (Pix, rec, cobr) and /webhooks/accounts with the provider.
 
@@ -46,6 +46,12 @@ def register(
     PIXRECON_WEBHOOK_SECRETS), so that notifications authenticate. Exit code 2 when any
     registration failed (each is listed with its result).
     """
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("https", "http") or not parts.netloc:
+        raise fail(
+            "--base-url must be the absolute URL where the provider reaches this receiver, "
+            f"such as https://pix.example.com; got {escape(repr(base_url))}"
+        )
     settings = get_settings()
     base = base_url.rstrip("/")
     done: list[dict[str, str]] = []
@@ -61,11 +67,27 @@ def register(
         else:
             done.append({"api": api, "registration": what, "url": url, "result": "registered"})
 
+    # Every precondition first: a registration half done is worse than none.
     qrcode = factory.qrcode_api(settings)
+    if (chave or automatico) and qrcode is None:
+        raise fail(
+            "the QR code API is not configured: set PIXRECON_QRCODE_API_URL, "
+            "PIXRECON_QRCODE_CLIENT_ID and PIXRECON_QRCODE_CLIENT_SECRET, or give "
+            "--no-automatico and no --chave"
+        )
+    api = factory.accounts_api(settings) if accounts else None
+    if accounts and api is None:
+        raise fail(
+            "the accounts API is not configured: set PIXRECON_ACCOUNTS_API_URL, "
+            "PIXRECON_ACCOUNTS_CLIENT_ID, PIXRECON_ACCOUNTS_CLIENT_SECRET and "
+            "PIXRECON_ACCOUNTS_ACCOUNT_ID, or give --no-accounts"
+        )
+    if accounts and not settings.webhook_secrets:
+        raise fail(
+            "PIXRECON_WEBHOOK_SECRETS is empty: accounts notifications could not authenticate"
+        )
     qrcode_url = f"{base}/webhooks/qrcode"
-    if chave or automatico:
-        if qrcode is None:
-            raise fail("the QR code API is not configured (PIXRECON_QRCODE_API_URL, …)")
+    if qrcode is not None and (chave or automatico):
         for key in chave or []:
             attempt(
                 "qrcode",
@@ -86,14 +108,7 @@ def register(
                 qrcode_url,
                 lambda: qrcode.register_webhook_cobr(qrcode_url),
             )
-    if accounts:
-        api = factory.accounts_api(settings)
-        if api is None:
-            raise fail("the accounts API is not configured (PIXRECON_ACCOUNTS_API_URL, …)")
-        if not settings.webhook_secrets:
-            raise fail(
-                "PIXRECON_WEBHOOK_SECRETS is empty: accounts notifications could not authenticate"
-            )
+    if api is not None:
         secret = settings.webhook_secrets[0]
         url = f"{base}/webhooks/accounts"
         for kind in ACCOUNTS_TYPES:

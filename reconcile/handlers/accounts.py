@@ -7,11 +7,26 @@ from typing import Any
 
 from sqlmodel import Session
 
-from reconcile.handlers.common import PermanentItemError, parse_payload, upsert_latest, validate
+from reconcile.handlers.common import (
+    PermanentItemError,
+    parse_payload,
+    require_key,
+    upsert_latest,
+    validate,
+)
 from reconcile.models import AccountMovement, Confirmation, InboxItem, Infraction, Source
 from reconcile.money import InvalidAmount, parse_amount, to_cents
-from reconcile.payloads.accounts import CashoutData, InfractionData, MovementData
-from reconcile.timeutil import parse_timestamp, utcnow
+from reconcile.payloads import UNKNOWN_STATUS
+from reconcile.payloads.accounts import (
+    TYPE_OF_KIND,
+    CashoutData,
+    Identified,
+    InfractionData,
+    MovementData,
+)
+from reconcile.payloads.refs import notification_data
+from reconcile.payloads.tolerant import read_timestamp
+from reconcile.timeutil import utcnow
 
 # Later states outrank earlier ones, so an old notification arriving late changes nothing.
 MOVEMENT_RANK = {
@@ -34,10 +49,12 @@ INFRACTION_RANK = {
 
 
 def _data(item: InboxItem) -> tuple[str, Any]:
-    payload = parse_payload(item)
-    if not isinstance(payload, dict) or not isinstance(payload.get("data"), dict):
+    """The type (the item's kind says it, whether the body or the route named it) and the
+    object, under ``data`` or ``payload``."""
+    data = notification_data(parse_payload(item))
+    if not isinstance(data, dict):
         raise PermanentItemError("accounts notification without a data object")
-    return str(payload.get("type", "")).upper(), payload["data"]
+    return TYPE_OF_KIND.get(item.kind, item.kind.upper()), data
 
 
 def _confirmation(item: InboxItem, amount_cents: int | None) -> dict[str, Any]:
@@ -58,16 +75,24 @@ def _confirmation(item: InboxItem, amount_cents: int | None) -> dict[str, Any]:
     }
 
 
+def _reference(data: Identified, what: str) -> str:
+    require_key(data, what)
+    reference = data.reference()
+    assert reference is not None
+    return reference
+
+
 def handle_movement(session: Session, item: InboxItem) -> None:
     kind, raw = _data(item)
     data = validate(MovementData, raw, f"{kind} notification")
     amount = data.payment.amount if data.payment else None
+    refunds = data.refunds or []
     refunded = sum(
-        (r.pixRefundAmount for r in data.refunds if r.pixRefundAmount is not None),
+        (r.pixRefundAmount for r in refunds if r.pixRefundAmount is not None),
         start=parse_amount("0"),
     )
-    reference = data.reference()
-    assert reference is not None  # the model refuses data without one
+    reference = _reference(data, f"{kind} notification")
+    status = data.status or UNKNOWN_STATUS
     upsert_latest(
         session,
         AccountMovement,
@@ -78,15 +103,15 @@ def handle_movement(session: Session, item: InboxItem) -> None:
             "movement_id": data.id,
             "idempotency_key": data.idempotencyKey,
             "end_to_end_id": data.endToEndId,
-            "status": data.status,
+            "status": status,
             "error_code": data.errorCode,
             "message": None,
             "amount_cents": to_cents(amount) if amount is not None else None,
             "refunded_cents": to_cents(refunded),
             "credit_debit_type": data.creditDebitType,
             "txid": data.txId,
-            "provider_created_at": parse_timestamp(data.createdAt),
-            "rank": MOVEMENT_RANK.get(data.status, 0) * 1000 + len(data.refunds),
+            "provider_created_at": read_timestamp(data.createdAt),
+            "rank": MOVEMENT_RANK.get(status, 0) * 1000 + len(refunds),
             "inbox_item_id": item.id,
             **_confirmation(item, to_cents(amount) if amount is not None else None),
         },
@@ -96,8 +121,8 @@ def handle_movement(session: Session, item: InboxItem) -> None:
 def handle_cashout(session: Session, item: InboxItem) -> None:
     _, raw = _data(item)
     data = validate(CashoutData, raw, "CASHOUT notification")
-    reference = data.reference()
-    assert reference is not None
+    reference = _reference(data, "CASHOUT notification")
+    status = data.status or UNKNOWN_STATUS
     upsert_latest(
         session,
         AccountMovement,
@@ -108,10 +133,10 @@ def handle_cashout(session: Session, item: InboxItem) -> None:
             "movement_id": data.id,
             "idempotency_key": data.idempotencyKey,
             "end_to_end_id": data.endToEndId,
-            "status": data.status,
+            "status": status,
             "message": data.message,
-            "provider_created_at": parse_timestamp(data.createdAt),
-            "rank": MOVEMENT_RANK.get(data.status, 0) * 1000,
+            "provider_created_at": read_timestamp(data.createdAt),
+            "rank": MOVEMENT_RANK.get(status, 0) * 1000,
             "inbox_item_id": item.id,
             **_confirmation(item, None),
         },
@@ -137,34 +162,35 @@ MED_ANALYSIS = timedelta(days=7)
 
 
 def _deadline(raw: dict[str, Any], opened: datetime | None) -> datetime | None:
-    stated = parse_timestamp(raw.get("analysisDeadline") or raw.get("deadline"))
+    stated = read_timestamp(raw.get("analysisDeadline") or raw.get("deadline"))
     if stated is not None:
         return stated
+    # read_timestamp keeps instants far enough from datetime's limits for this to fit.
     return opened + MED_ANALYSIS if opened is not None else None
 
 
 def handle_infraction(session: Session, item: InboxItem) -> None:
     _, raw = _data(item)
     data = validate(InfractionData, raw, "INFRACTION notification")
+    require_key(data, "INFRACTION notification")
     assert data.id is not None
-    opened = parse_timestamp(raw.get("createdAt"))
+    status = data.status or UNKNOWN_STATUS
+    opened = read_timestamp(raw.get("createdAt"))
     upsert_latest(
         session,
         Infraction,
         ["infraction_id"],
         {
             "infraction_id": data.id,
-            "status": data.status,
+            "status": status,
             "amount_cents": _infraction_amount(raw),
-            "end_to_end_id": raw.get("endToEndId")
-            if isinstance(raw.get("endToEndId"), str)
-            else None,
+            "end_to_end_id": data.endToEndId,
             "debited_cents": _infraction_amount(raw, ("debitedAmount", "debited_amount")),
-            "provider_updated_at": parse_timestamp(raw.get("closedAt") or raw.get("createdAt")),
+            "provider_updated_at": read_timestamp(raw.get("closedAt") or raw.get("createdAt")),
             "blocked_cents": _infraction_amount(raw, ("blockedAmount", "blocked_amount")),
             "opened_at": opened,
             "deadline_at": _deadline(raw, opened),
-            "rank": INFRACTION_RANK.get(data.status.upper(), 0),
+            "rank": INFRACTION_RANK.get(status.upper(), 0),
             "inbox_item_id": item.id,
         },
     )

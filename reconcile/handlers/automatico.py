@@ -8,15 +8,16 @@ from typing import Any
 
 from sqlmodel import Session
 
-from reconcile.handlers.common import parse_payload, upsert_latest, validate
+from reconcile.handlers.common import parse_payload, require_key, upsert_latest, validate
 from reconcile.models import InboxItem, Recurrence, RecurringCharge
 from reconcile.money import InvalidAmount, parse_amount, to_cents
+from reconcile.payloads import UNKNOWN_STATUS
 from reconcile.payloads.automatico import CobRNotification, RecNotification
-from reconcile.timeutil import parse_timestamp
+from reconcile.payloads.tolerant import read_timestamp
 
 
 def _millis(raw: str) -> int:
-    when = parse_timestamp(raw)
+    when = read_timestamp(raw)
     return int(when.timestamp() * 1000) if when is not None else 0
 
 
@@ -50,6 +51,7 @@ def calendar_of(raw: dict[str, Any]) -> dict[str, Any]:
 def handle_rec(session: Session, item: InboxItem) -> None:
     raw = parse_payload(item)
     rec = validate(RecNotification, raw, "recurrence")
+    require_key(rec, "recurrence")
     updated = rec.updated()
     upsert_latest(
         session,
@@ -57,8 +59,8 @@ def handle_rec(session: Session, item: InboxItem) -> None:
         ["id_rec"],
         {
             "id_rec": rec.idRec,
-            "status": rec.status,
-            "status_at": parse_timestamp(updated),
+            "status": rec.status or UNKNOWN_STATUS,
+            "status_at": read_timestamp(updated),
             "rank": _millis(updated),
             "inbox_item_id": item.id,
             **(calendar_of(raw) if isinstance(raw, dict) else {}),
@@ -68,8 +70,10 @@ def handle_rec(session: Session, item: InboxItem) -> None:
 
 def handle_cobr(session: Session, item: InboxItem) -> None:
     cobr = validate(CobRNotification, parse_payload(item), "recurring charge")
+    require_key(cobr, "recurring charge")
     updated = cobr.updated()
-    last = cobr.tentativas[-1] if cobr.tentativas else None
+    attempts = cobr.tentativas or []
+    last = attempts[-1] if attempts else None
     upsert_latest(
         session,
         RecurringCharge,
@@ -77,13 +81,13 @@ def handle_cobr(session: Session, item: InboxItem) -> None:
         {
             "txid": cobr.txid,
             "id_rec": cobr.idRec,
-            "status": cobr.status,
-            "attempts": len(cobr.tentativas),
+            "status": cobr.status or UNKNOWN_STATUS,
+            "attempts": len(attempts),
             "last_attempt_status": last.status if last else None,
             "last_attempt_end_to_end_id": last.endToEndId if last else None,
-            "status_at": parse_timestamp(updated),
+            "status_at": read_timestamp(updated),
             # Newer status time first; among equal times, more attempts is later.
-            "rank": _millis(updated) * 100 + min(len(cobr.tentativas), 99),
+            "rank": _millis(updated) * 100 + min(len(attempts), 99),
             "inbox_item_id": item.id,
         },
     )

@@ -12,7 +12,7 @@ from reconcile.inbox import dump_json
 from reconcile.models import ExpectedPayment, InboxItem
 from reconcile.money import to_cents
 from reconcile.payloads.charges import CHARGE_KINDS, Charge, Invoice
-from reconcile.timeutil import parse_timestamp
+from reconcile.payloads.tolerant import read_timestamp
 
 # Final states outrank open ones; later revisions outrank earlier ones.
 STATUS_RANK = {"CRIADA": 1, "ATIVA": 2, "PENDING": 2}
@@ -30,7 +30,7 @@ def _handle_invoice(session: Session, item: InboxItem, raw: object) -> None:
             "txid": None,
             "amount_cents": to_cents(invoice.amount),
             "status": invoice.status,
-            "created_at_provider": parse_timestamp(invoice.createdAt),
+            "created_at_provider": read_timestamp(invoice.createdAt),
             "expires_at": None,
             "due_date": _date(invoice.dueDate),
             "payable_until": None,

@@ -11,7 +11,7 @@ from sqlmodel import Session, SQLModel
 
 from reconcile.db import dialect_of, insert_for, table_of
 from reconcile.models import InboxItem
-from reconcile.payloads import violations
+from reconcile.payloads import Tolerant, pointer, violations
 from reconcile.timeutil import utcnow
 
 M = TypeVar("M", bound=BaseModel)
@@ -34,6 +34,20 @@ def validate(model: type[M], raw: Any, what: str) -> M:
     except ValidationError as exc:
         problems = "; ".join(f"{v['property']}: {v['message']}" for v in violations(exc))
         raise PermanentItemError(f"invalid {what}: {problems}") from None
+
+
+def require_key(model: Tolerant, what: str) -> None:
+    """Items are stored only with their key, but a payload can be mended by hand (or be
+    older than the reader): without the key there is nothing to write."""
+    if model.key_found():
+        return
+    keys = {pointer([name]) for name in type(model).KEYS}
+    problems = [
+        f"{w.pointer}: expected {w.expected}" for w in model.warnings() if w.pointer in keys
+    ]
+    raise PermanentItemError(
+        f"invalid {what}: " + ("; ".join(problems) or f"{', '.join(sorted(keys))}: missing")
+    )
 
 
 def insert_ignore(session: Session, model: type[SQLModel], values: dict[str, Any]) -> None:

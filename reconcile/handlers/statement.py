@@ -8,7 +8,7 @@ from reconcile.handlers.common import PermanentItemError, insert_ignore, parse_p
 from reconcile.models import BalanceSnapshot, InboxItem, StatementEntry
 from reconcile.money import to_cents
 from reconcile.payloads.statement import BalanceReading, StatementLine
-from reconcile.timeutil import parse_timestamp
+from reconcile.payloads.tolerant import read_timestamp
 
 
 def handle_statement(session: Session, item: InboxItem) -> None:
@@ -29,7 +29,7 @@ def handle_statement(session: Session, item: InboxItem) -> None:
             "idempotency_key": line.idempotencyKey,
             "txid": line.txId,
             "infraction_id": line.infractionId,
-            "booked_at": parse_timestamp(line.createdAt),
+            "booked_at": read_timestamp(line.createdAt),
             "fee_cents": to_cents(line.feeAmount) if line.feeAmount is not None else None,
             "inbox_item_id": item.id,
         },
@@ -38,7 +38,7 @@ def handle_statement(session: Session, item: InboxItem) -> None:
 
 def handle_balance(session: Session, item: InboxItem) -> None:
     reading = validate(BalanceReading, parse_payload(item), "balance reading")
-    taken_at = parse_timestamp(reading.takenAt)
+    taken_at = read_timestamp(reading.takenAt)
     if taken_at is None:
         raise PermanentItemError("balance reading without a readable time")
     insert_ignore(

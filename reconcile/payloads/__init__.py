@@ -1,23 +1,40 @@
 """Typed models of what the provider sends, and how each notification becomes inbox items.
 
-Shared by the receiver (validation, OpenAPI) and the poller. Models tolerate unknown
-fields: the raw body is always kept, and the provider adds fields without notice.
+Shared by the receiver (validation, OpenAPI) and the poller. Models are tolerant readers
+(``tolerant.py``): unknown fields are kept, fields that do not parse are flagged rather than
+fatal, and the raw body is always kept; only a missing business key refuses an item.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, WithJsonSchema
+from pydantic import BeforeValidator, ValidationError, WithJsonSchema
 
-from reconcile.money import parse_amount
+from reconcile.money import InvalidAmount, parse_amount
+from reconcile.payloads.tolerant import (
+    Expect,
+    ItemWarning,
+    Tolerant,
+    one_of,
+    pointer,
+    timestamp,
+)
+
+AMOUNT_EXPECTED = 'an amount: a decimal string such as "110.00" or a number, at most 2 decimals'
+UNKNOWN_STATUS = "UNKNOWN"
+"""Stands for a status that is absent or unreadable, in keys and in domain tables."""
 
 
 def _amount(value: object) -> Decimal:
-    amount = parse_amount(value)
+    try:
+        amount = parse_amount(value)
+    except InvalidAmount:
+        # The parser's message may quote the value; an expectation never does.
+        raise ValueError(AMOUNT_EXPECTED) from None
     if amount < 0:
-        raise ValueError("amount must not be negative")
+        raise ValueError(AMOUNT_EXPECTED)
     return amount
 
 
@@ -29,10 +46,8 @@ AMOUNT_SCHEMA = {
     ],
 }
 Amount = Annotated[Decimal, BeforeValidator(_amount), WithJsonSchema(AMOUNT_SCHEMA)]
-
-
-class Tolerant(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+AMOUNT = Expect(AMOUNT_EXPECTED, required=True)
+"""An amount the provider always sends: absent or unreadable, it is flagged."""
 
 
 class PayloadInvalid(ValueError):
@@ -49,29 +64,22 @@ def violations(exc: ValidationError, prefix: str = "") -> list[dict[str, str]]:
     be personal data."""
     found = []
     for error in exc.errors(include_url=False, include_input=False):
-        pointer = prefix + "".join(f"/{part}" for part in error["loc"])
-        found.append({"property": pointer or "/", "message": error["msg"]})
+        where = prefix + "".join(f"/{part}" for part in error["loc"])
+        found.append({"property": where or "/", "message": error["msg"]})
     return found
 
 
-M = TypeVar("M", bound=BaseModel)
-
-
-def validate_each(
-    model: type[M], raw_items: list[tuple[str, Any]], what: str
-) -> list[tuple[M, Any]]:
-    """Validate every item; collect all violations before failing, so one answer names
-    every problem of the delivery."""
-    found: list[dict[str, str]] = []
-    valid: list[tuple[M, Any]] = []
-    for pointer, raw in raw_items:
-        if not isinstance(raw, dict):
-            found.append({"property": pointer or "/", "message": f"{what} must be a JSON object"})
-            continue
-        try:
-            valid.append((model.model_validate(raw), raw))
-        except ValidationError as exc:
-            found.extend(violations(exc, pointer))
-    if found:
-        raise PayloadInvalid(f"the notification does not describe valid {what}", found)
-    return valid
+__all__ = [
+    "AMOUNT",
+    "AMOUNT_EXPECTED",
+    "UNKNOWN_STATUS",
+    "Amount",
+    "Expect",
+    "ItemWarning",
+    "PayloadInvalid",
+    "Tolerant",
+    "one_of",
+    "pointer",
+    "timestamp",
+    "violations",
+]

@@ -2,19 +2,30 @@
 
 TRANSFER, RECEIVE, REFUND, CASHOUT and INFRACTION are understood; any other type (invoice,
 crypto, types not yet known) is stored as ``unsupported`` and acknowledged, because the
-provider disables a webhook that keeps failing.
+provider disables a webhook that keeps failing. Senders vary the envelope: the object may
+come under ``payload``, or ``data`` may be an array of them (one item each); a body that
+cannot be taken apart at all is kept whole as ``unsupported``.
 """
 
 from __future__ import annotations
 
-import hashlib
-from typing import Any, Self
+from typing import Annotated, Any, ClassVar
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, Field, StringConstraints, WithJsonSchema
 
-from reconcile.inbox import NewItem, dump_json
-from reconcile.models import ItemKind, ItemStatus
-from reconcile.payloads import Amount, PayloadInvalid, Tolerant, violations
+from reconcile.inbox import NewItem
+from reconcile.models import ItemKind
+from reconcile.payloads import (
+    UNKNOWN_STATUS,
+    Amount,
+    ItemWarning,
+    Tolerant,
+    one_of,
+    pointer,
+    timestamp,
+)
+from reconcile.payloads.items import Refusal, keyed, new_item, unsupported_item
+from reconcile.payloads.refs import ENVELOPES
 
 KNOWN_TYPES = {
     "TRANSFER": ItemKind.ACCOUNTS_TRANSFER,
@@ -23,6 +34,24 @@ KNOWN_TYPES = {
     "CASHOUT": ItemKind.ACCOUNTS_CASHOUT,
     "INFRACTION": ItemKind.ACCOUNTS_INFRACTION,
 }
+TYPE_OF_KIND = {kind.value: name for name, kind in KNOWN_TYPES.items()}
+MOVEMENT_STATUSES = (
+    "PROCESSING",
+    "LIQUIDATED",
+    "CANCELED",
+    "REJECTED",
+    "REFUNDED",
+    "PARTIALLY_REFUNDED",
+)
+INFRACTION_STATUSES = (
+    "OPEN",
+    "ACKNOWLEDGED",
+    "AGREED",
+    "DISAGREED",
+    "CLOSED",
+    "CANCELED",
+    "CANCELLED",
+)
 
 
 def _as_text(value: object) -> object:
@@ -30,6 +59,25 @@ def _as_text(value: object) -> object:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return value
+
+
+def _id_schema(max_length: int) -> WithJsonSchema:
+    return WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "minLength": 1, "maxLength": max_length},
+                {"type": "integer"},
+            ]
+        }
+    )
+
+
+ProviderId = Annotated[
+    str, BeforeValidator(_as_text), StringConstraints(min_length=1, max_length=100), _id_schema(100)
+]
+EndToEndId = Annotated[
+    str, BeforeValidator(_as_text), StringConstraints(min_length=1, max_length=64), _id_schema(64)
+]
 
 
 class Payment(Tolerant):
@@ -47,6 +95,8 @@ class Account(Tolerant):
 
 
 class RefundInfo(Tolerant):
+    EXPECT = {"status": one_of(*MOVEMENT_STATUSES)}
+
     endToEndId: str | None = None
     status: str | None = None
     errorCode: str | None = None
@@ -54,15 +104,15 @@ class RefundInfo(Tolerant):
 
 
 class Identified(Tolerant):
-    id: str | None = Field(default=None, max_length=100)
-    idempotencyKey: str | None = Field(default=None, max_length=100)
-    endToEndId: str | None = Field(default=None, max_length=64)
-    status: str = Field(min_length=1, max_length=32)
+    KEYS: ClassVar[tuple[str, ...]] = ("id", "idempotencyKey", "endToEndId")
+    ANY_KEY = True
+    EXPECT = {"status": one_of(*MOVEMENT_STATUSES, required=True), "createdAt": timestamp()}
 
-    @field_validator("id", "idempotencyKey", "endToEndId", mode="before")
-    @classmethod
-    def _ids_as_text(cls, value: object) -> object:
-        return _as_text(value)
+    id: ProviderId | None = None
+    idempotencyKey: ProviderId | None = None
+    endToEndId: EndToEndId | None = None
+    status: str | None = Field(default=None, min_length=1, max_length=32)
+    createdAt: str | None = None
 
     def reference(self) -> str | None:
         return self.id or self.idempotencyKey or self.endToEndId
@@ -71,45 +121,31 @@ class Identified(Tolerant):
 class MovementData(Identified):
     """TRANSFER, RECEIVE and REFUND: a Pix movement on the account."""
 
+    EXPECT = {**Identified.EXPECT, "creditDebitType": one_of("CREDIT", "DEBIT")}
+
     pixKey: str | None = None
-    txId: str | None = None
-    errorCode: str | None = None
-    creditDebitType: str | None = None
+    txId: str | None = Field(default=None, max_length=35)
+    errorCode: str | None = Field(default=None, max_length=32)
+    creditDebitType: str | None = Field(default=None, max_length=16)
     localInstrument: str | None = None
-    createdAt: str | None = None
     creditorAccount: Account | None = None
     debtorAccount: Account | None = None
     payment: Payment | None = None
-    refunds: list[RefundInfo] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _identified(self) -> Self:
-        if self.reference() is None:
-            raise ValueError("one of id, idempotencyKey or endToEndId is required")
-        return self
+    refunds: list[RefundInfo] | None = None
 
 
 class CashoutData(Identified):
     """A pre-settlement failure of a cash-out; often only status and keys."""
 
     message: str | None = None
-    createdAt: str | None = None
-
-    @model_validator(mode="after")
-    def _identified(self) -> Self:
-        if (self.idempotencyKey or self.endToEndId or self.id) is None:
-            raise ValueError("one of idempotencyKey or endToEndId is required")
-        return self
 
 
 class InfractionData(Identified):
     """A MED infraction: no endToEndId, the infraction must be fetched for it."""
 
-    @model_validator(mode="after")
-    def _identified(self) -> Self:
-        if self.id is None:
-            raise ValueError("the infraction id is required")
-        return self
+    KEYS = ("id",)
+    ANY_KEY = False
+    EXPECT = {"status": one_of(*INFRACTION_STATUSES, required=True), "createdAt": timestamp()}
 
 
 DATA_MODELS: dict[str, type[Identified]] = {
@@ -121,65 +157,61 @@ DATA_MODELS: dict[str, type[Identified]] = {
 }
 
 
-class AccountsNotification(Tolerant):
-    """The envelope. Any non-empty ``type`` is accepted: unknown ones are stored as
-    unsupported rather than refused."""
-
-    type: str = Field(min_length=1, max_length=40)
-    data: dict[str, Any]
-
-
-class AccountsNotificationForKind(Tolerant):
-    """At ``/webhooks/accounts/{kind}`` the type may come from the path instead."""
-
-    type: str | None = Field(default=None, min_length=1, max_length=40)
-    data: dict[str, Any]
+def _type(document: dict[str, Any], path_type: str | None) -> tuple[str | None, list[ItemWarning]]:
+    declared = document.get("type")
+    # ASCII only: str.upper() maps some other letters onto ASCII ones (a dotless i to I).
+    if isinstance(declared, str) and declared:
+        return (declared.upper() if declared.isascii() else "UNKNOWN"), []
+    flagged = (
+        [ItemWarning("/type", "the notification type, a string")] if "type" in document else []
+    )
+    return (path_type.upper() if path_type else None), flagged
 
 
-def _fingerprint(raw: Any) -> str:
-    return hashlib.sha256(dump_json(raw).encode()).hexdigest()[:32]
-
-
-def _item(pointer: str, raw: Any, path_type: str | None) -> NewItem:
-    if not isinstance(raw, dict):
-        raise PayloadInvalid(
-            "a notification must be a JSON object",
-            [{"property": pointer or "/", "message": "must be a JSON object"}],
-        )
-    envelope = AccountsNotificationForKind if path_type else AccountsNotification
-    try:
-        parsed = envelope.model_validate(raw)
-    except ValidationError as exc:
-        raise PayloadInvalid("not an accounts notification", violations(exc, pointer)) from None
-    kind_name = (parsed.type or path_type or "").upper()
-    if kind_name not in KNOWN_TYPES:
-        # Kept whole and shown; identical repeats still dedupe on the fingerprint.
-        return NewItem(
-            kind=ItemKind.UNSUPPORTED.value,
-            key=f"unsupported:{kind_name or 'UNKNOWN'}:{_fingerprint(raw)}",
-            payload=dump_json(raw),
-            status=ItemStatus.UNSUPPORTED.value,
-        )
-    model = DATA_MODELS[kind_name]
-    try:
-        data = model.model_validate(raw["data"])
-    except ValidationError as exc:
-        raise PayloadInvalid(
-            f"the {kind_name} notification is not valid", violations(exc, pointer + "/data")
-        ) from None
-    key = f"accounts:{kind_name}:{data.reference()}:{data.status}"
+def key_of(kind_name: str, data: Identified) -> str:
+    key = f"accounts:{kind_name}:{data.reference()}:{data.status or UNKNOWN_STATUS}"
     if isinstance(data, MovementData) and data.refunds:
         # A second partial refund keeps the status; the refund count makes it a new fact.
         key += f":r{len(data.refunds)}"
-    return NewItem(kind=KNOWN_TYPES[kind_name].value, key=key, payload=dump_json(raw))
+    return key
 
 
 def accounts_items(document: Any, path_type: str | None = None) -> list[NewItem]:
     """``{type, data}``; ``path_type`` comes from ``/webhooks/accounts/{kind}`` for bodies
     that omit ``type``."""
     if not isinstance(document, dict):
-        raise PayloadInvalid(
-            'body must be {"type": ..., "data": {...}}',
-            [{"property": "/", "message": "must be a JSON object"}],
+        shape = ItemWarning("/", 'an object {"type": ..., "data": {...}}')
+        return [unsupported_item(path_type or "UNKNOWN", document, shape)]
+    kind_name, warnings = _type(document, path_type)
+    if kind_name is None:
+        return [unsupported_item("UNKNOWN", document, warnings[0] if warnings else None)]
+    if kind_name not in KNOWN_TYPES:
+        return [unsupported_item(kind_name, document)]
+    slot = next((name for name in ENVELOPES if name in document), None)
+    if slot is None:
+        return [unsupported_item(kind_name, document, ItemWarning("/data", "the data object"))]
+    if slot != "data":
+        warnings.append(ItemWarning(pointer([slot]), "the notification under data"))
+    inner = document[slot]
+    if isinstance(inner, dict):
+        candidates = [(pointer([slot]), inner)]
+    elif isinstance(inner, list):
+        warnings.append(ItemWarning(pointer([slot]), "one object (an array became one item each)"))
+        candidates = [(pointer([slot, i]), entry) for i, entry in enumerate(inner)]
+    else:
+        return [unsupported_item(kind_name, document, ItemWarning(pointer([slot]), "an object"))]
+    refusal = Refusal()
+    items = [
+        new_item(
+            KNOWN_TYPES[kind_name],
+            key_of(kind_name, data),
+            # Each item keeps the envelope with its own object in it.
+            document if raw is inner else {**document, slot: raw},
+            [*warnings, *data.warnings(pointer([slot]))],
         )
-    return [_item("", document, path_type)]
+        for data, raw, _ in keyed(
+            DATA_MODELS[kind_name], candidates, f"a {kind_name} notification", refusal
+        )
+    ]
+    refusal.raise_if_any(f"a {kind_name} notification")
+    return items

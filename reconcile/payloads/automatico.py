@@ -7,45 +7,74 @@ from typing import Any
 
 from pydantic import Field
 
-from reconcile.inbox import NewItem, dump_json
+from reconcile.inbox import NewItem
 from reconcile.models import ItemKind
-from reconcile.payloads import PayloadInvalid, Tolerant, validate_each
-from reconcile.payloads.pix import TXID_PATTERN
-from reconcile.timeutil import parse_timestamp
+from reconcile.payloads import UNKNOWN_STATUS, Tolerant, one_of, timestamp
+from reconcile.payloads.items import (
+    Refusal,
+    Unsplittable,
+    keyed,
+    new_item,
+    split_body,
+    unsupported_item,
+)
+from reconcile.payloads.pix import E2E_PATTERN, TXID_PATTERN
+from reconcile.payloads.tolerant import read_timestamp
+
+REC_STATUSES = ("CRIADA", "APROVADA", "REJEITADA", "EXPIRADA", "CANCELADA")
+COBR_STATUSES = ("CRIADA", "ATIVA", "CONCLUIDA", "EXPIRADA", "REJEITADA", "CANCELADA")
+ATTEMPT_STATUSES = ("SOLICITADA", "AGENDADA", "PAGA", "CANCELADA", "REJEITADA", "EXPIRADA")
 
 
 class Atualizacao(Tolerant):
-    status: str
-    data: str
+    EXPECT = {"data": timestamp(required=True)}
+
+    status: str | None = Field(default=None, max_length=32)
+    # The newest one's text is part of the business key, which must stay short.
+    data: str | None = Field(default=None, max_length=64)
 
 
 class RecNotification(Tolerant):
-    idRec: str = Field(min_length=1, max_length=35)
-    status: str = Field(min_length=1, max_length=32)
-    atualizacao: list[Atualizacao] = Field(default_factory=list)
+    KEYS = ("idRec",)
+    EXPECT = {"status": one_of(*REC_STATUSES, required=True)}
+
+    idRec: str | None = Field(default=None, min_length=1, max_length=35)
+    status: str | None = Field(default=None, min_length=1, max_length=32)
+    atualizacao: list[Atualizacao] | None = None
 
     def updated(self) -> str:
-        return latest_update(self.status, self.atualizacao)
+        return latest_update(self.status, self.atualizacao or [])
+
+    def item_key(self) -> str:
+        return f"rec:{self.idRec}:{self.status or UNKNOWN_STATUS}:{self.updated()}"
 
 
 class Tentativa(Tolerant):
     """One attempt to collect a recurring charge; its Pix has its own ``endToEndId``."""
 
-    endToEndId: str | None = None
-    status: str | None = None
+    EXPECT = {"status": one_of(*ATTEMPT_STATUSES)}
+
+    endToEndId: str | None = Field(default=None, pattern=E2E_PATTERN)
+    status: str | None = Field(default=None, max_length=32)
     tipo: str | None = None
     dataLiquidacao: str | None = None
 
 
 class CobRNotification(Tolerant):
+    KEYS = ("txid",)
+    EXPECT = {"status": one_of(*COBR_STATUSES, required=True)}
+
     idRec: str | None = Field(default=None, max_length=35)
-    txid: str = Field(pattern=TXID_PATTERN)
-    status: str = Field(min_length=1, max_length=32)
-    atualizacao: list[Atualizacao] = Field(default_factory=list)
-    tentativas: list[Tentativa] = Field(default_factory=list)
+    txid: str | None = Field(default=None, pattern=TXID_PATTERN)
+    status: str | None = Field(default=None, min_length=1, max_length=32)
+    atualizacao: list[Atualizacao] | None = None
+    tentativas: list[Tentativa] | None = None
 
     def updated(self) -> str:
-        return latest_update(self.status, self.atualizacao)
+        return latest_update(self.status, self.atualizacao or [])
+
+    def item_key(self) -> str:
+        return f"cobr:{self.txid}:{self.status or UNKNOWN_STATUS}:{self.attempt()}"
 
     def attempt(self) -> str:
         """How far collection went: attempts so far and the state of the last one."""
@@ -54,59 +83,41 @@ class CobRNotification(Tolerant):
         return f"{len(self.tentativas)}.{self.tentativas[-1].status or ''}"
 
 
-class RecCallback(Tolerant):
-    recs: list[RecNotification]
-
-
-class CobRCallback(Tolerant):
-    cobsr: list[CobRNotification]
-
-
-def latest_update(status: str, history: list[Atualizacao]) -> str:
+def latest_update(status: str | None, history: list[Atualizacao]) -> str:
     """The time of the newest history entry (raw text), preferring the current status."""
     same = [entry for entry in history if entry.status == status] or history
     if not same:
         return ""
-    readable = [(parse_timestamp(entry.data), entry.data) for entry in same]
+    readable = [(read_timestamp(entry.data), entry.data or "") for entry in same]
     dated = [(when, raw) for when, raw in readable if when is not None]
-    return max(dated)[1] if dated else same[-1].data
+    return max(dated)[1] if dated else same[-1].data or ""
 
 
-def _wrapped(document: Any, wrapper: str, what: str) -> list[tuple[str, Any]]:
-    if isinstance(document, dict) and wrapper in document:
-        inner = document[wrapper]
-        if isinstance(inner, list):
-            return [(f"/{wrapper}/{i}", item) for i, item in enumerate(inner)]
-        if isinstance(inner, dict):
-            return [(f"/{wrapper}", inner)]
-    elif isinstance(document, list):
-        return [(f"/{i}", item) for i, item in enumerate(document)]
-    elif isinstance(document, dict):
-        return [("", document)]
-    raise PayloadInvalid(f'body must be {{"{wrapper}": [...]}} or {what} object(s)')
+def _callback_items(
+    document: Any,
+    model: type[RecNotification] | type[CobRNotification],
+    wrapper: str,
+    kind: ItemKind,
+    what: str,
+) -> list[NewItem]:
+    """The items of a Pix Automático callback: one per recurrence or recurring charge,
+    keyed by what it is and how far it went; a body that cannot be split is kept whole."""
+    try:
+        candidates = split_body(document, wrapper, what)
+    except Unsplittable as exc:
+        return [unsupported_item(kind.name, document, exc.warning)]
+    refusal = Refusal()
+    items = [
+        new_item(kind, found.item_key(), raw, found.warnings())
+        for found, raw, _ in keyed(model, candidates, f"a {what}", refusal)
+    ]
+    refusal.raise_if_any(f"a {what}")
+    return items
 
 
 def rec_callback_items(document: Any) -> list[NewItem]:
-    return [
-        NewItem(
-            kind=ItemKind.REC.value,
-            key=f"rec:{rec.idRec}:{rec.status}:{rec.updated()}",
-            payload=dump_json(raw),
-        )
-        for rec, raw in validate_each(
-            RecNotification, _wrapped(document, "recs", "recurrence"), "recurrences"
-        )
-    ]
+    return _callback_items(document, RecNotification, "recs", ItemKind.REC, "recurrence")
 
 
 def cobr_callback_items(document: Any) -> list[NewItem]:
-    return [
-        NewItem(
-            kind=ItemKind.COBR.value,
-            key=f"cobr:{cobr.txid}:{cobr.status}:{cobr.attempt()}",
-            payload=dump_json(raw),
-        )
-        for cobr, raw in validate_each(
-            CobRNotification, _wrapped(document, "cobsr", "recurring charge"), "recurring charges"
-        )
-    ]
+    return _callback_items(document, CobRNotification, "cobsr", ItemKind.COBR, "recurring charge")

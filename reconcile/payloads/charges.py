@@ -8,10 +8,11 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from reconcile.inbox import NewItem, dump_json
+from reconcile.inbox import NewItem
 from reconcile.models import ItemKind
 from reconcile.payloads import Amount, Tolerant
-from reconcile.timeutil import parse_timestamp
+from reconcile.payloads.items import new_item
+from reconcile.payloads.tolerant import read_timestamp
 
 CHARGE_KINDS = ("cob", "cobv", "cobr")
 
@@ -41,18 +42,22 @@ class Valor(Tolerant):
 class Charge(Tolerant):
     txid: str = Field(min_length=1, max_length=35)
     status: str = Field(min_length=1, max_length=40)
-    revisao: int = 0
+    # Bounded: it is part of the key and of the row's rank (a BIGINT).
+    revisao: int = Field(default=0, ge=0, le=999_999)
     calendario: Calendario = Field(default_factory=Calendario)
     valor: Valor
 
     def created_at(self) -> datetime | None:
-        return parse_timestamp(self.calendario.criacao)
+        return read_timestamp(self.calendario.criacao)
 
     def expires_at(self) -> datetime | None:
         created = self.created_at()
         if created is None or self.calendario.expiracao is None:
             return None
-        return created + timedelta(seconds=self.calendario.expiracao)
+        try:
+            return created + timedelta(seconds=self.calendario.expiracao)
+        except OverflowError:
+            return None
 
     def due_date(self) -> date | None:
         raw = self.calendario.dataDeVencimento
@@ -64,7 +69,12 @@ class Charge(Tolerant):
     def payable_until(self) -> date | None:
         due = self.due_date()
         days = self.calendario.validadeAposVencimento
-        return due + timedelta(days=days) if due is not None and days is not None else None
+        if due is None or days is None:
+            return None
+        try:
+            return due + timedelta(days=days)
+        except OverflowError:
+            return None
 
 
 def charge_item(kind: str, raw: dict[str, Any]) -> NewItem:
@@ -72,10 +82,11 @@ def charge_item(kind: str, raw: dict[str, Any]) -> NewItem:
         raise ValueError(f"not a charge kind: {kind}")
     charge = Charge.model_validate(raw)
     # A revision or a status change is a new fact about the charge.
-    return NewItem(
-        kind=ItemKind.CHARGE.value,
-        key=f"charge:{kind}:{charge.txid}:{charge.status}:{charge.revisao}",
-        payload=dump_json({"kind": kind, "data": raw}),
+    return new_item(
+        ItemKind.CHARGE,
+        f"charge:{kind}:{charge.txid}:{charge.status}:{charge.revisao}",
+        {"kind": kind, "data": raw},
+        charge.warnings("/data"),
     )
 
 
@@ -97,8 +108,9 @@ class Invoice(Tolerant):
 
 def invoice_item(raw: dict[str, Any]) -> NewItem:
     invoice = Invoice.model_validate(raw)
-    return NewItem(
-        kind=ItemKind.CHARGE.value,
-        key=f"charge:invoice:{invoice.id}:{invoice.status}",
-        payload=dump_json({"kind": "invoice", "data": raw}),
+    return new_item(
+        ItemKind.CHARGE,
+        f"charge:invoice:{invoice.id}:{invoice.status}",
+        {"kind": "invoice", "data": raw},
+        invoice.warnings("/data"),
     )

@@ -2,55 +2,112 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, SkipValidation
 
 from reconcile.inbox import NewItem, dump_json
 from reconcile.models import ItemKind
-from reconcile.payloads import Amount, PayloadInvalid, Tolerant, validate_each
+from reconcile.payloads import (
+    AMOUNT,
+    UNKNOWN_STATUS,
+    Amount,
+    Expect,
+    Tolerant,
+    one_of,
+    pointer,
+    timestamp,
+)
+from reconcile.payloads.items import (
+    Candidate,
+    Refusal,
+    Unsplittable,
+    keyed,
+    new_item,
+    split_body,
+    unsupported_item,
+)
 
 E2E_PATTERN = r"^[a-zA-Z0-9]{32}$"
 TXID_PATTERN = r"^[a-zA-Z0-9]{1,35}$"
+REFUND_STATUSES = ("EM_PROCESSAMENTO", "DEVOLVIDO", "NAO_REALIZADO")
+NATUREZAS = ("ORIGINAL", "RETIRADA", "MED_OPERACIONAL", "MED_FRAUDE", "MED_PIX_AUTOMATICO")
 
 
 class Pagador(Tolerant):
     """Non-standard payer block some providers add to the BCB callback."""
 
-    cpf: str | None = None
-    cnpj: str | None = None
-    nome: str | None = None
+    cpf: str | None = Field(default=None, max_length=14)
+    cnpj: str | None = Field(default=None, max_length=14)
+    nome: str | None = Field(default=None, max_length=200)
 
 
 class HorarioDevolucao(Tolerant):
-    solicitacao: str | None = None
-    liquidacao: str | None = None
+    EXPECT = {"solicitacao": timestamp(), "liquidacao": timestamp()}
+
+    solicitacao: str | None = Field(default=None, max_length=64)
+    liquidacao: str | None = Field(default=None, max_length=64)
 
 
 class Devolucao(Tolerant):
     """A refund of a received Pix. ``id`` is the merchant's; ``rtrId`` the SPI's."""
 
-    id: str = Field(min_length=1, max_length=35)
+    KEYS = ("rtrId", "id")
+    ANY_KEY = True
+    EXPECT = {
+        "valor": AMOUNT,
+        "natureza": one_of(*NATUREZAS),
+        "status": one_of(*REFUND_STATUSES, required=True),
+    }
+
+    id: str | None = Field(default=None, min_length=1, max_length=35)
     rtrId: str | None = Field(default=None, pattern=E2E_PATTERN)
-    valor: Amount
-    natureza: str | None = None
+    valor: Amount | None = None
+    natureza: str | None = Field(default=None, max_length=32)
     horario: HorarioDevolucao | None = None
-    status: str = Field(min_length=1, max_length=32)
+    status: str | None = Field(default=None, min_length=1, max_length=32)
     motivo: str | None = None
+
+
+def _refund_slots(schema: dict[str, Any]) -> None:
+    # Anything else in their place is kept and flagged; null means no refunds.
+    schema["anyOf"] = [b for b in schema.get("anyOf", []) if b != {"type": "null"}]
+    schema["anyOf"].append({"not": {"type": ["array", "object"]}})
 
 
 class PixItem(Tolerant):
     """One Pix of a BCB ``WebhookPixBody`` (``pix[]``)."""
 
-    endToEndId: str = Field(pattern=E2E_PATTERN, description="end-to-end id, 32 characters")
+    KEYS = ("endToEndId",)
+    EXACT = ("devolucoes",)
+    EXPECT = {
+        "valor": AMOUNT,
+        "horario": timestamp(required=True),
+        "devolucoes": Expect(
+            "an array of refunds or one refund object",
+            lambda value: isinstance(value, list | dict),
+        ),
+    }
+
+    endToEndId: str | None = Field(
+        default=None, pattern=E2E_PATTERN, description="end-to-end id, 32 characters"
+    )
     txid: str | None = Field(default=None, pattern=TXID_PATTERN)
-    valor: Amount = Field(description='amount, e.g. "110.00"; strings and numbers accepted')
-    horario: str = Field(min_length=1, description="RFC 3339; kept raw when unreadable")
-    chave: str | None = None
+    valor: Amount | None = Field(
+        default=None, description='amount, e.g. "110.00"; strings and numbers accepted'
+    )
+    horario: str | None = Field(
+        default=None, min_length=1, max_length=64, description="RFC 3339; kept raw when unreadable"
+    )
+    chave: str | None = Field(default=None, max_length=77)
     infoPagador: str | None = None
     pagador: Pagador | None = None
-    # An array in the spec, a single object in its own example and in real deliveries.
-    devolucoes: list[Devolucao] | Devolucao | None = None
+    # An array in the spec, a single object in its own example and in real deliveries. Each
+    # refund is an item of its own, read on its own (``refund_candidates``): here the field
+    # only describes the shape.
+    devolucoes: Annotated[list[Devolucao] | Devolucao | None, SkipValidation] = Field(
+        default=None, json_schema_extra=_refund_slots
+    )
     # Kept as received, never judged: a shape we do not expect must not cost us the Pix.
     componentesValor: Any = Field(
         default=None,
@@ -61,18 +118,15 @@ class PixItem(Tolerant):
         """``componentesValor`` as JSON text, ``None`` when absent."""
         return dump_json(self.componentesValor) if self.componentesValor is not None else None
 
-    def refunds(self) -> list[Devolucao]:
-        if self.devolucoes is None:
-            return []
-        if isinstance(self.devolucoes, Devolucao):
-            return [self.devolucoes]
-        return self.devolucoes
-
-
-class PixCallback(Tolerant):
-    """The standard body; non-standard shapes are accepted too (see ``split_pix_body``)."""
-
-    pix: list[PixItem]
+    def refund_candidates(self) -> list[Candidate]:
+        """Where the refunds are, relative to the Pix; none when ``devolucoes`` is neither
+        an array nor an object (flagged by ``warnings()``)."""
+        found: object = self.devolucoes
+        if isinstance(found, list):
+            return [(pointer(["devolucoes", i]), entry) for i, entry in enumerate(found)]
+        if isinstance(found, dict):
+            return [(pointer(["devolucoes"]), found)]
+        return []
 
 
 def pix_key(end_to_end_id: str) -> str:
@@ -81,50 +135,52 @@ def pix_key(end_to_end_id: str) -> str:
 
 def refund_key(end_to_end_id: str, refund: Devolucao) -> str:
     # A status change is a new fact; the same status repeated is a duplicate.
+    status = refund.status or UNKNOWN_STATUS
     if refund.rtrId:
-        return f"refund:{refund.rtrId}:{refund.status}"
-    return f"refund:{end_to_end_id}:{refund.id}:{refund.status}"
+        return f"refund:{refund.rtrId}:{status}"
+    return f"refund:{end_to_end_id}:{refund.id}:{status}"
 
 
-def split_pix_body(document: Any) -> list[tuple[str, Any]]:
-    """Every shape real deliveries use (docs/design.md §4), as (JSON pointer, would-be Pix)."""
-    if isinstance(document, list):
-        return [(f"/{i}", item) for i, item in enumerate(document)]
-    if isinstance(document, dict):
-        if "pix" in document:
-            inner = document["pix"]
-            if isinstance(inner, list):
-                return [(f"/pix/{i}", item) for i, item in enumerate(inner)]
-            if isinstance(inner, dict):
-                return [("/pix", inner)]
-            raise PayloadInvalid("'pix' must be an array of Pix objects or one Pix object")
-        return [("", document)]
-    raise PayloadInvalid(
-        'body must be {"pix": [...]}, {"pix": {...}}, a Pix object or an array of Pix objects'
-    )
-
-
-def pix_items(pix: PixItem, raw: dict[str, Any]) -> list[NewItem]:
-    """One item for the Pix and one per refund status. Callbacks (and polls) repeat earlier
-    refunds, which then count as duplicates."""
-    items = [NewItem(kind=ItemKind.PIX.value, key=pix_key(pix.endToEndId), payload=dump_json(raw))]
-    raw_refunds = raw.get("devolucoes")
-    raw_list = raw_refunds if isinstance(raw_refunds, list) else [raw_refunds]
-    for refund, raw_refund in zip(pix.refunds(), raw_list, strict=False):
+def _pix_items(pix: PixItem, raw: dict[str, Any], at: str, refusal: Refusal) -> list[NewItem]:
+    assert pix.endToEndId is not None
+    items = [new_item(ItemKind.PIX, pix_key(pix.endToEndId), raw, pix.warnings())]
+    for refund, raw_refund, _ in keyed(
+        Devolucao, [(at + p, r) for p, r in pix.refund_candidates()], "a refund", refusal
+    ):
         payload = {"endToEndId": pix.endToEndId, "devolucao": raw_refund}
         items.append(
-            NewItem(
-                kind=ItemKind.PIX_REFUND.value,
-                key=refund_key(pix.endToEndId, refund),
-                payload=dump_json(payload),
+            new_item(
+                ItemKind.PIX_REFUND,
+                refund_key(pix.endToEndId, refund),
+                payload,
+                refund.warnings("/devolucao"),
             )
         )
     return items
 
 
+def pix_items(pix: PixItem, raw: dict[str, Any], at: str = "") -> list[NewItem]:
+    """One item for the Pix and one per refund status. Callbacks (and polls) repeat earlier
+    refunds, which then count as duplicates."""
+    refusal = Refusal()
+    if not pix.key_found():
+        refusal.without_key(pix, at)
+        refusal.raise_if_any("a Pix")
+    items = _pix_items(pix, raw, at, refusal)
+    refusal.raise_if_any("a refund")
+    return items
+
+
 def pix_callback_items(document: Any) -> list[NewItem]:
-    return [
+    try:
+        candidates = split_body(document, "pix", "Pix")
+    except Unsplittable as exc:
+        return [unsupported_item("PIX", document, exc.warning)]
+    refusal = Refusal()
+    items = [
         item
-        for pix, raw in validate_each(PixItem, split_pix_body(document), "Pix")
-        for item in pix_items(pix, raw)
+        for pix, raw, at in keyed(PixItem, candidates, "a Pix", refusal)
+        for item in _pix_items(pix, raw, at, refusal)
     ]
+    refusal.raise_if_any("a Pix or a refund")
+    return items

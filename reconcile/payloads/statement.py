@@ -14,6 +14,7 @@ from reconcile.inbox import NewItem, dump_json
 from reconcile.models import ItemKind
 from reconcile.money import InvalidAmount, parse_amount
 from reconcile.payloads import Amount, Tolerant
+from reconcile.payloads.items import new_item
 
 # A running balance may be negative (an infraction debit on an empty account).
 SignedAmount = Annotated[Decimal, BeforeValidator(parse_amount)]
@@ -59,11 +60,7 @@ class BalanceReading(Tolerant):
 
 def statement_item(line: dict[str, Any]) -> NewItem:
     parsed = StatementLine.model_validate(line)
-    return NewItem(
-        kind=ItemKind.ACCOUNTS_STATEMENT.value,
-        key=f"statement:{parsed.id}",
-        payload=dump_json(line),
-    )
+    return new_item(ItemKind.ACCOUNTS_STATEMENT, f"statement:{parsed.id}", line, parsed.warnings())
 
 
 def balance_item(available: Decimal, taken_at: datetime) -> NewItem:
@@ -72,4 +69,5 @@ def balance_item(available: Decimal, taken_at: datetime) -> NewItem:
         kind=ItemKind.ACCOUNTS_BALANCE.value,
         key=f"balance:{stamp}",
         payload=dump_json({"available": available, "takenAt": stamp}),
+        refs=(),
     )

@@ -29,6 +29,8 @@ class PollResult:
     seen: int = 0
     new_ids: list[int] = field(default_factory=list)
     invalid: int = 0
+    flagged: int = 0
+    """Items stored with warnings: fields the API sent otherwise than documented."""
 
 
 def store_polled(engine: Engine, items: list[NewItem], on_new: OnNew) -> list[int]:
@@ -65,14 +67,20 @@ def walk_and_store(
     for raw in found:
         result.seen += 1
         try:
-            batch.extend(to_items(raw))
+            items = list(to_items(raw))
         except (PayloadInvalid, ValidationError, ValueError):
             # The API is authoritative but not infallible: count it (without its content,
             # which may hold personal data) and keep walking.
             result.invalid += 1
             log.warning("poll_invalid_item", what=what)
             continue
+        # Each item carries its references (the index is written when it is stored) and
+        # its warnings, like a webhook's.
+        result.flagged += sum(1 for item in items if item.warnings)
+        batch.extend(items)
         if len(batch) >= page:
             flush()
     flush()
+    if result.flagged:
+        log.info("poll_items_flagged", what=what, items=result.flagged)
     return result

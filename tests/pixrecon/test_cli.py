@@ -159,6 +159,8 @@ def test_poll_command_finds_pix_and_resumes_its_window(tmp_path: Path) -> None:
             "PIXRECON_QRCODE_CLIENT_ID": DEFAULT_CLIENT_ID,
             "PIXRECON_QRCODE_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
         }
+        # Only serve, demo and db upgrade create a database.
+        assert run_pixrecon("db", "upgrade", cwd=tmp_path, env=env).returncode == 0
         first = run_pixrecon("poll", "--format", "json", cwd=tmp_path, env=env)
         assert first.returncode == 0, first.stderr
         polled = json.loads(first.stdout)
@@ -168,6 +170,8 @@ def test_poll_command_finds_pix_and_resumes_its_window(tmp_path: Path) -> None:
             "cob",
             "cobv",
             "cobr",
+            "rec",
+            "recurrences",
         }
         assert polled | {"start": "", "end": ""} == {
             "start": "",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -30,15 +31,24 @@ def provider() -> SandboxProvider:
     return SandboxProvider(seed=33)
 
 
+def _migrated(template: Path, path: Path) -> str:
+    """A database the command can open: only ``serve``, ``demo`` and ``db upgrade``
+    create one."""
+    shutil.copy(template, path)
+    return f"sqlite:///{path}"
+
+
 @pytest.fixture
-def env(provider: SandboxProvider, tmp_path: Path) -> Iterator[dict[str, str]]:
+def env(
+    provider: SandboxProvider, tmp_path: Path, sqlite_template: Path
+) -> Iterator[dict[str, str]]:
     with (
         BackgroundServer(create_app(provider)) as qrcode,
         BackgroundServer(create_accounts_app(provider)) as accounts,
     ):
         yield {
             **{k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")},
-            "PIXRECON_DATABASE_URL": f"sqlite:///{tmp_path / 'nightly.db'}",
+            "PIXRECON_DATABASE_URL": _migrated(sqlite_template, tmp_path / "nightly.db"),
             "PIXRECON_QRCODE_API_URL": qrcode.url,
             "PIXRECON_QRCODE_CLIENT_ID": DEFAULT_CLIENT_ID,
             "PIXRECON_QRCODE_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
@@ -119,8 +129,10 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
     )
 
 
-def test_without_a_provider_the_day_is_incomplete_never_reconciled(tmp_path: Path) -> None:
-    env = clean_env(database_url=f"sqlite:///{tmp_path / 'alone.db'}")
+def test_without_a_provider_the_day_is_incomplete_never_reconciled(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    env = clean_env(database_url=_migrated(sqlite_template, tmp_path / "alone.db"))
     result = run_pixrecon(
         "reconcile", "--date", _today(), "--format", "json", env=env, cwd=tmp_path
     )
@@ -144,7 +156,7 @@ def test_a_day_that_cannot_be_fetched_exits_two(env: dict[str, str], tmp_path: P
 
 
 def test_an_unexpected_error_is_exit_two_in_one_line_never_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sqlite_template: Path
 ) -> None:
     import logging
 
@@ -159,7 +171,8 @@ def test_an_unexpected_error_is_exit_two_in_one_line_never_one(
         raise KeyError("a bug of ours")
 
     monkeypatch.setattr(command, "reconcile_day", broken)
-    for name, value in clean_env(database_url=f"sqlite:///{tmp_path / 'crash.db'}").items():
+    crash_db = _migrated(sqlite_template, tmp_path / "crash.db")
+    for name, value in clean_env(database_url=crash_db).items():
         monkeypatch.setenv(name, value)
     get_settings.cache_clear()
     # The command configures logging onto the runner's streams, closed after it: give the

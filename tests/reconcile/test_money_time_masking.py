@@ -36,6 +36,9 @@ def test_timestamps_with_offsets_become_utc() -> None:
     )
     assert parse_timestamp("2026-11-22T18:00:00Z") == datetime(2026, 11, 22, 18, tzinfo=UTC)
     assert parse_timestamp("2020-02-30T10:00:00Z") is None
+    # Outside what an aware instant can hold, once moved to UTC.
+    assert parse_timestamp("0001-01-01T00:00:00+01:00") is None
+    assert parse_timestamp("9999-12-31T23:59:59-01:00") is None
 
 
 def test_business_day_is_a_sao_paulo_calendar_day() -> None:

@@ -1,0 +1,320 @@
+"""What each page shows, read in one transaction and shaped for its template."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlmodel import Session
+
+from dashboard import charts
+from dashboard.queries import (
+    SORTS,
+    STATE_FILTERS,
+    CaseQuery,
+    Hour,
+    Reports,
+    case_facets,
+    hourly_pix,
+    latest_run,
+    latest_runs,
+    list_cases,
+    reconciled_days,
+    remaining_case_states,
+    verdict_of,
+)
+from reconcile.cases import case_events
+from reconcile.formats import brl
+from reconcile.masking import SENSITIVE_KEYS, mask_text, mask_value
+from reconcile.models import ExceptionCase, InboxItem, ReconciliationItem, StatementEntry
+from reconcile.queries import deliveries_of, inbox_item_view, items_by_ref
+from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, utcnow
+
+# Fields of a payload that may hold a person's data beyond the ones the logs mask.
+MORE_SENSITIVE = frozenset({"email", "telefone", "phone", "number", "infopagador"})
+
+
+def today() -> date:
+    return utcnow().astimezone(BUSINESS_TZ).date()
+
+
+def default_day(session: Session) -> date:
+    days = reconciled_days(session, limit=1)
+    return days[0] if days else today() - timedelta(days=1)
+
+
+# --- the day ---------------------------------------------------------------------------
+
+
+def day_page(session: Session, reports: Reports, day: date) -> dict[str, Any]:
+    run = latest_run(session, day)
+    report = reports.get(session, run.id) if run is not None else None
+    days = reconciled_days(session)
+    earlier = [d for d in days if d < day]
+    later = [d for d in days if d > day]
+    context: dict[str, Any] = {
+        "day": day,
+        "run": run,
+        "report": report,
+        "days": days,
+        "previous_day": earlier[0] if earlier else None,
+        "next_day": later[-1] if later else None,
+    }
+    if report is not None:
+        # Live: people act on cases after the run that raised them.
+        context["open_exceptions"] = len(remaining_case_states(session, day))
+    return context
+
+
+# --- exceptions ------------------------------------------------------------------------
+
+
+def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[str, Any]:
+    rows, total = list_cases(session, query, page_size)
+    pages = max(1, -(-total // page_size))
+    return {
+        "query": query,
+        "rows": rows,
+        "total": total,
+        "pages": pages,
+        "facets": case_facets(session, query),
+        "states": list(STATE_FILTERS),
+        "sorts": SORTS,
+        "now": utcnow(),
+    }
+
+
+def _bare_ref(subject: str, ref: str) -> str:
+    """A charge's case is ``cob:{txid}``; its items carry the txid alone."""
+    return ref.split(":", 1)[1] if subject == "charge" and ":" in ref else ref
+
+
+def mask_payload(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict):
+        return {k: mask_payload(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_payload(v, key) for v in value]
+    if isinstance(value, str) and key.lower() in MORE_SENSITIVE:
+        return mask_value("document" if any(c.isdigit() for c in value) else "name", value)
+    return mask_value(key, value) if key.lower() in SENSITIVE_KEYS else _masked_scalar(value)
+
+
+def _masked_scalar(value: Any) -> Any:
+    return mask_text(value) if isinstance(value, str) else value
+
+
+def _decimal(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(type(value).__name__)
+
+
+def masked_json(text: str) -> str:
+    try:
+        parsed = json.loads(text, parse_float=Decimal)
+    except ValueError:
+        return mask_text(text)
+    return json.dumps(mask_payload(parsed), indent=2, ensure_ascii=False, default=_decimal)
+
+
+def case_page(session: Session, reports: Reports, case_id: int) -> dict[str, Any] | None:
+    case = session.get(ExceptionCase, case_id)
+    if case is None:
+        return None
+    run = latest_run(session, case.business_date)
+    verdict: ReconciliationItem | None = None
+    entry: dict[str, Any] | None = None
+    if run is not None:
+        verdict = verdict_of(session, case, run.id)
+        entry = next(
+            (
+                e
+                for e in reports.get(session, run.id).get("exceptions", [])
+                if e.get("case_id") == case_id
+            ),
+            None,
+        )
+    decided: list[InboxItem] = []
+    if verdict is not None and verdict.inbox_item_id is not None:
+        item = session.get(InboxItem, verdict.inbox_item_id)
+        decided = [item] if item is not None else []
+    related = [
+        item
+        for item in items_by_ref(session, _bare_ref(case.subject, case.ref), limit=20)
+        if item.id not in {d.id for d in decided}
+    ]
+    items = decided + related
+    deliveries = deliveries_of(session, [item.id for item in items if item.id is not None])
+    statement = (
+        session.get(StatementEntry, verdict.statement_entry_id)
+        if verdict is not None and verdict.statement_entry_id is not None
+        else None
+    )
+    return {
+        "case": case,
+        "run": run,
+        "verdict": verdict,
+        "entry": entry,
+        "events": case_events(session, case_id),
+        "items": [
+            {
+                **inbox_item_view(item),
+                "decided": item in decided,
+                "payload": masked_json(item.payload),
+                "deliveries": deliveries.get(item.id or 0, []),
+            }
+            for item in items
+        ],
+        "statement": statement,
+    }
+
+
+# --- recent days -----------------------------------------------------------------------
+
+
+def _coverage(counts: dict[str, int] | None) -> dict[str, Any]:
+    """Movements of a day by how pixrecon learned of them, from its latest run's verdicts:
+    ``missing_webhook`` is a movement known only from the API or the statement (found by
+    polling); every other verdict is of a movement a webhook announced. Read from the
+    report, not by scanning the day's Pix again: a run has already counted them."""
+    if not counts:
+        return {"webhook": None, "poll_only": None, "share": None}
+    movements = sum(n for status, n in counts.items() if status != "duplicate")
+    poll_only = counts.get("missing_webhook", 0)
+    webhook = movements - poll_only
+    return {
+        "webhook": webhook,
+        "poll_only": poll_only,
+        "share": webhook / movements if movements else None,
+    }
+
+
+def _hour_label(hour: int) -> str:
+    return datetime.fromtimestamp(hour * 3600, BUSINESS_TZ).strftime("%Hh")
+
+
+def recent_page(
+    session: Session, reports: Reports, last: date, days: int, hours_of: date
+) -> dict[str, Any]:
+    first = last - timedelta(days=days - 1)
+    runs = latest_runs(session, first, last)
+    span = [first + timedelta(days=i) for i in range(days)]
+    money: list[dict[str, Any]] = []
+    coverage: list[dict[str, Any]] = []
+    for day in span:
+        run = runs.get(day)
+        report = reports.get(session, run.id) if run is not None else {}
+        totals = report.get("totals", {})
+        money.append(
+            {
+                "day": day,
+                "verdict": run.verdict if run is not None else None,
+                "received": totals.get("credits", {}).get("api"),
+                "paid_out": totals.get("debits", {}).get("api"),
+                "refunded": totals.get("refunds", {}).get("api"),
+            }
+        )
+        coverage.append({"day": day, **_coverage(report.get("counts"))})
+    # The hours of one day are read live: one grouped statement over that day's Pix.
+    hour_start, hour_end = business_day_bounds(hours_of)
+    hours = hourly_pix(session, hour_start, hour_end)
+    first_hour = int(hour_start.timestamp()) // 3600
+    day_hours = [
+        hours.get(h) or Hour(h) for h in range(first_hour, int(hour_end.timestamp()) // 3600)
+    ]
+    return {
+        "first": first,
+        "last": last,
+        "days": days,
+        "hours_of": hours_of,
+        "money": money,
+        "coverage": coverage,
+        "hours": [
+            {
+                "label": _hour_label(h.hour),
+                "webhook": h.webhook,
+                "poll_only": h.poll_only,
+                "lag_avg": h.lag_avg,
+                "lag_max": h.lag_max,
+            }
+            for h in day_hours
+        ],
+        "charts": _recent_charts(money, coverage, day_hours),
+    }
+
+
+def _time_unit(peak: float) -> tuple[float, str]:
+    """Seconds, minutes or hours, whichever keeps the axis in round numbers."""
+    if peak < 120:
+        return 1.0, "s"
+    if peak < 2 * 3600:
+        return 60.0, "min"
+    return 3600.0, "h"
+
+
+def _in_unit(values: list[float | None], unit: float) -> list[float | None]:
+    return [v / unit if v is not None else None for v in values]
+
+
+def _recent_charts(
+    money: list[dict[str, Any]], coverage: list[dict[str, Any]], hours: list[Any]
+) -> dict[str, Any]:
+    labels = [row["day"].strftime("%d/%m") for row in money]
+    hour_labels = [_hour_label(h.hour) for h in hours]
+    unit, unit_name = _time_unit(max((h.lag_max or 0.0 for h in hours), default=0.0))
+
+    def duration(value: float) -> str:
+        shown = f"{value:.0f}" if value == int(value) else f"{value:.1f}".replace(".", ",")
+        return f"{shown} {unit_name}"
+
+    def cents(value: float) -> str:
+        return brl(round(value))
+
+    def count(value: float) -> str:
+        return f"{value:,.0f}".replace(",", ".")
+
+    return {
+        "money": charts.bar_chart(
+            "Received, paid out and refunded per day (confirmed by the provider's API)",
+            labels,
+            [
+                charts.Series("received", [r["received"] for r in money], "s1"),
+                charts.Series("paid out", [r["paid_out"] for r in money], "s2"),
+                charts.Series("refunded", [r["refunded"] for r in money], "s3"),
+            ],
+            cents,
+        ),
+        "coverage": charts.bar_chart(
+            "Pix and refunds per day: announced by webhook, or found only by polling",
+            labels,
+            [
+                charts.Series("by webhook", [r["webhook"] for r in coverage], "s1"),
+                charts.Series("only by polling", [r["poll_only"] for r in coverage], "s3"),
+            ],
+            count,
+            stacked=True,
+            integer=True,
+        ),
+        "volume": charts.bar_chart(
+            "Pix received per hour (São Paulo time)",
+            hour_labels,
+            [
+                charts.Series("by webhook", [h.webhook for h in hours], "s1"),
+                charts.Series("only by polling", [h.poll_only for h in hours], "s3"),
+            ],
+            count,
+            stacked=True,
+            integer=True,
+        ),
+        "lag": charts.line_chart(
+            "Webhook lag per hour: from the Pix to its webhook",
+            hour_labels,
+            [
+                charts.Series("average", _in_unit([h.lag_avg for h in hours], unit), "s1"),
+                charts.Series("slowest", _in_unit([h.lag_max for h in hours], unit), "s2"),
+            ],
+            duration,
+        ),
+    }

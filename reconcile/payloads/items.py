@@ -1,0 +1,149 @@
+"""From a delivery's body to inbox items, the same way for every API family: find the
+objects where the family's shapes put items, read each tolerantly, refuse the delivery only
+when an item has no business key, and keep a body no shape explains whole, as
+``unsupported`` (the provider disables a webhook that keeps failing)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from reconcile.inbox import NewItem, dump_json
+from reconcile.models import ItemKind, ItemStatus
+from reconcile.payloads import PayloadInvalid, violations
+from reconcile.payloads.refs import item_refs, ref_values
+from reconcile.payloads.tolerant import ItemWarning, Tolerant, pointer
+
+M = TypeVar("M", bound=Tolerant)
+
+Candidate = tuple[str, Any]
+"""A JSON pointer into the body, and what is there where an item should be."""
+
+_LABEL = re.compile(r"^[A-Z0-9_.-]{1,40}$")
+
+
+class Unsplittable(Exception):
+    """The body matches none of its family's shapes."""
+
+    def __init__(self, warning: ItemWarning) -> None:
+        super().__init__(warning.expected)
+        self.warning = warning
+
+
+def split_body(document: Any, wrapper: str, what: str) -> list[Candidate]:
+    """``{wrapper: [...]}`` (the standard), ``{wrapper: {...}}``, a flat object or a bare
+    array: every shape real deliveries use (docs/design.md §4)."""
+    if isinstance(document, list):
+        return [(pointer([i]), entry) for i, entry in enumerate(document)]
+    if isinstance(document, dict):
+        if wrapper not in document:
+            return [("", document)]
+        inner = document[wrapper]
+        if isinstance(inner, list):
+            return [(pointer([wrapper, i]), entry) for i, entry in enumerate(inner)]
+        if isinstance(inner, dict):
+            return [(pointer([wrapper]), inner)]
+        raise Unsplittable(
+            ItemWarning(pointer([wrapper]), f"an array of {what} objects or one {what} object")
+        )
+    raise Unsplittable(
+        ItemWarning("/", f'{{"{wrapper}": [...]}}, one {what} object or an array of them')
+    )
+
+
+class Refusal:
+    """The violations of one delivery, gathered so that one answer names them all."""
+
+    def __init__(self) -> None:
+        self.violations: list[dict[str, str]] = []
+
+    def not_an_object(self, at: str, what: str) -> None:
+        self.violations.append({"property": at or "/", "message": f"{what} must be an object"})
+
+    def without_key(self, model: Tolerant, at: str) -> None:
+        """The key's problem first, then whatever else the item has (pointers into the
+        body; expectations, never values)."""
+        first = at if type(model).ANY_KEY else at + pointer(type(model).KEYS[:1])
+        seen = {first or "/"}
+        found = model.warnings()
+        message = model.missing_key()
+        for warning in found:
+            if at + warning.pointer == first:
+                message = f"expected {warning.expected}: it is the item's business key"
+        self.violations.append({"property": first or "/", "message": message})
+        for warning in found:
+            where = (at + warning.pointer) or "/"
+            if where not in seen:
+                seen.add(where)
+                self.violations.append(
+                    {"property": where, "message": f"expected {warning.expected}"}
+                )
+
+    def raise_if_any(self, what: str) -> None:
+        if self.violations:
+            raise PayloadInvalid(
+                f"the notification has {what} without a business key", self.violations
+            )
+
+
+def keyed(
+    model: type[M], candidates: Sequence[Candidate], what: str, refusal: Refusal
+) -> list[tuple[M, dict[str, Any], str]]:
+    """Each candidate read as ``model``: (model, raw object, pointer) for those with their
+    key; the others go to ``refusal``."""
+    found = []
+    for at, raw in candidates:
+        if not isinstance(raw, dict):
+            refusal.not_an_object(at, what)
+            continue
+        try:
+            parsed = model.model_validate(raw)
+        except ValidationError as exc:
+            # Only a model with required fields besides its key gets here.
+            refusal.violations.extend(violations(exc, at))
+            continue
+        if not parsed.key_found():
+            refusal.without_key(parsed, at)
+            continue
+        found.append((parsed, raw, at))
+    return found
+
+
+def new_item(
+    kind: ItemKind, key: str, payload: Any, warnings: Sequence[ItemWarning] = ()
+) -> NewItem:
+    return NewItem(
+        kind=kind.value,
+        key=key,
+        payload=dump_json(payload),
+        warnings=tuple(_unique(warnings)),
+        refs=ref_values(item_refs(kind.value, payload)),
+    )
+
+
+def _unique(warnings: Sequence[ItemWarning]) -> list[ItemWarning]:
+    seen: dict[str, ItemWarning] = {}
+    for warning in warnings:
+        seen.setdefault(warning.pointer, warning)
+    return list(seen.values())
+
+
+def fingerprint(raw: Any) -> str:
+    return hashlib.sha256(dump_json(raw).encode()).hexdigest()[:32]
+
+
+def unsupported_item(label: str, raw: Any, warning: ItemWarning | None = None) -> NewItem:
+    """Kept whole and shown; identical repeats still dedupe on the fingerprint."""
+    name = label.upper() if _LABEL.match(label.upper()) else "UNKNOWN"
+    item = new_item(
+        ItemKind.UNSUPPORTED,
+        f"unsupported:{name}:{fingerprint(raw)}",
+        raw,
+        [warning] if warning is not None else [],
+    )
+    return replace(item, status=ItemStatus.UNSUPPORTED.value)

@@ -1,0 +1,117 @@
+"""The references an item carries — ``endToEndId``, ``txid``, ``rtrId``, ``idRec``,
+``idempotencyKey`` and the provider's own ``id`` — wherever its kind keeps them, so that a
+person can find every item by any of them (``pixrecon events --ref``).
+
+Read from the payload as stored, tolerantly: the same function indexes new items, old
+items (migration 0013) and shows an item's references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from reconcile.models import ItemKind
+
+REF_MAX_LENGTH = 100
+"""Longer values are no business key of the provider's; they are not indexed."""
+ENVELOPES = ("data", "payload")
+"""Where an accounts notification keeps its object (``payload`` from some senders)."""
+
+Refs = dict[str, list[str]]
+
+# (name in the payload, name shown): the accounts API spells the txid ``txId``, and a
+# statement line names the Pix it returns ``originalEndToEndId``.
+_MOVEMENT = (("id", "id"), ("idempotencyKey", "idempotencyKey"), ("endToEndId", "endToEndId"))
+_TXID = (("txId", "txid"),)
+_ANY = (
+    *_MOVEMENT,
+    ("txid", "txid"),
+    *_TXID,
+    ("rtrId", "rtrId"),
+    ("idRec", "idRec"),
+)
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        value = str(value)
+    if isinstance(value, str) and 0 < len(value) <= REF_MAX_LENGTH and "\x00" not in value:
+        return value
+    return None
+
+
+def _objects(value: Any) -> Iterator[dict[str, Any]]:
+    """An object, or the objects of an array (refunds come both ways)."""
+    if isinstance(value, dict):
+        yield value
+    elif isinstance(value, list):
+        yield from (entry for entry in value if isinstance(entry, dict))
+
+
+class _Found:
+    def __init__(self) -> None:
+        self.refs: Refs = {}
+
+    def take(self, holder: Any, names: tuple[tuple[str, str], ...]) -> None:
+        for obj in _objects(holder):
+            for source, shown in names:
+                value = _text(obj.get(source))
+                if value is not None and value not in self.refs.setdefault(shown, []):
+                    self.refs[shown].append(value)
+        self.refs = {name: values for name, values in self.refs.items() if values}
+
+
+def notification_data(payload: Any) -> Any:
+    """The object of an accounts notification, under ``data`` or ``payload``."""
+    if isinstance(payload, dict):
+        for name in ENVELOPES:
+            if name in payload:
+                return payload[name]
+    return None
+
+
+def item_refs(kind: str, payload: Any) -> Refs:
+    """Name → values, for the item of ``kind`` whose stored payload is ``payload``."""
+    found = _Found()
+    if not isinstance(payload, dict):
+        return found.refs
+    if kind == ItemKind.PIX.value:
+        found.take(payload, (("endToEndId", "endToEndId"), ("txid", "txid")))
+        found.take(payload.get("devolucoes"), (("rtrId", "rtrId"),))
+    elif kind == ItemKind.PIX_REFUND.value:
+        found.take(payload, (("endToEndId", "endToEndId"),))
+        found.take(payload.get("devolucao"), (("rtrId", "rtrId"), ("id", "id")))
+    elif kind == ItemKind.REC.value:
+        found.take(payload, (("idRec", "idRec"),))
+    elif kind == ItemKind.COBR.value:
+        found.take(payload, (("txid", "txid"), ("idRec", "idRec")))
+        found.take(payload.get("tentativas"), (("endToEndId", "endToEndId"),))
+    elif kind == ItemKind.CHARGE.value:
+        found.take(payload.get("data"), (("txid", "txid"), ("idRec", "idRec"), ("id", "id")))
+    elif kind == ItemKind.ACCOUNTS_STATEMENT.value:
+        found.take(
+            payload,
+            (
+                *_MOVEMENT,
+                ("originalEndToEndId", "endToEndId"),
+                *_TXID,
+                ("infractionId", "infractionId"),
+            ),
+        )
+    elif kind == ItemKind.UNSUPPORTED.value:
+        found.take(payload, _ANY)
+        found.take(notification_data(payload), _ANY)
+    elif kind.startswith("accounts.") and kind != ItemKind.ACCOUNTS_BALANCE.value:
+        data = notification_data(payload)
+        found.take(data, (*_MOVEMENT, *_TXID))
+        if isinstance(data, dict):
+            found.take(data.get("refunds"), (("endToEndId", "endToEndId"),))
+    return found.refs
+
+
+def ref_values(refs: Refs) -> tuple[str, ...]:
+    """Every value once, whatever it is named: what the index holds."""
+    return tuple(sorted({value for values in refs.values() for value in values}))

@@ -1,0 +1,293 @@
+"""Models that keep what they cannot read (docs/design.md §4, tolerant reader).
+
+A field that does not parse is left out of the model — the raw payload still holds it — and
+reported as a warning: a JSON pointer and what was expected, never the value, which may be
+personal data. Only an item's business key is indispensable; each model names the fields
+that make it (``KEYS``), and the JSON schema it publishes says exactly that: the key is
+required and checked, everything else is documented and accepted whatever its shape.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar, NamedTuple, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
+
+from reconcile.timeutil import parse_timestamp
+
+
+class ItemWarning(NamedTuple):
+    """A field read otherwise than documented: where (a JSON pointer into the item's
+    payload) and what was expected there."""
+
+    pointer: str
+    expected: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"pointer": self.pointer, "expected": self.expected}
+
+
+def pointer(parts: Iterable[str | int]) -> str:
+    """RFC 6901: ``~`` and ``/`` inside a name are escaped."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _always(_value: Any) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a field should hold. A value that parsed but is not what the provider documents
+    (an unknown status, an unreadable date) is kept as it is and flagged."""
+
+    what: str
+    ok: Callable[[Any], bool] = field(default=_always)
+    required: bool = False
+
+
+def one_of(*values: str, required: bool = False) -> Expect:
+    allowed = frozenset(values)
+    return Expect("one of " + ", ".join(values), lambda value: value in allowed, required)
+
+
+# Far from the ends of datetime's range: arithmetic further on (time zones, deadlines)
+# cannot overflow, and no provider means an instant outside them.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+
+
+def read_timestamp(raw: object) -> datetime | None:
+    """``parse_timestamp``, with instants nobody means (year 1, year 9999) unreadable too."""
+    try:
+        when = parse_timestamp(raw)
+    except OverflowError:
+        return None
+    return when if when is not None and EARLIEST <= when < LATEST else None
+
+
+def _is_timestamp(value: Any) -> bool:
+    return read_timestamp(value) is not None
+
+
+def timestamp(*, required: bool = False) -> Expect:
+    return Expect("an RFC 3339 date-time", _is_timestamp, required)
+
+
+def _expected(problem: ErrorDetails) -> str:
+    """Pydantic's complaint as an expectation; built from the type and the constraint only,
+    so the offending value never leaks."""
+    kind, ctx = problem["type"], problem.get("ctx") or {}
+    if kind in ("string_type", "string_sub_type"):
+        return "a string"
+    if kind == "string_too_long":
+        return f"a string of at most {ctx.get('max_length')} characters"
+    if kind == "string_too_short":
+        return f"a string of at least {ctx.get('min_length')} characters"
+    if kind == "string_pattern_mismatch":
+        return f"a string matching {ctx.get('pattern')}"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return "an object"
+    if kind == "list_type":
+        return "an array"
+    if kind.startswith("int_"):
+        return "an integer"
+    if kind.startswith(("float_", "decimal_")):
+        return "a number"
+    if kind.startswith("bool_"):
+        return "true or false"
+    if kind == "value_error":
+        return str(problem["msg"]).removeprefix("Value error, ")
+    return "another shape"
+
+
+def _holds(node: Any, part: str | int) -> bool:
+    if isinstance(node, dict):
+        return isinstance(part, str) and part in node
+    return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+
+
+def _drop(data: dict[str, Any], loc: tuple[str | int, ...]) -> list[str | int] | None:
+    """Remove what ``loc`` points at (as far as the data has it) and return its path; a
+    list element becomes ``{}`` instead, so the indexes after it still point where they
+    did. ``None`` when nothing could be removed."""
+    path: list[str | int] = []
+    node: Any = data
+    for part in loc:
+        if not _holds(node, part):
+            break
+        node = node[part]
+        path.append(part)
+    while path:
+        parent: Any = data
+        for part in path[:-1]:
+            parent = parent[part]
+        last = path[-1]
+        if isinstance(parent, dict):
+            del parent[last]
+            return path
+        if parent[last] != {}:
+            parent[last] = {}
+            return path
+        # An empty object still fails: the list cannot hold it, so the list goes.
+        path.pop()
+    return None
+
+
+def _not_null(schema: dict[str, Any]) -> dict[str, Any]:
+    branches = [b for b in schema.get("anyOf", ()) if b != {"type": "null"}]
+    if not branches:
+        return schema
+    rest = {k: v for k, v in schema.items() if k not in ("anyOf", "default")}
+    return {**rest, **branches[0]} if len(branches) == 1 else {**rest, "anyOf": branches}
+
+
+def _anything(schema: dict[str, Any], expect: Expect | None) -> dict[str, Any]:
+    described = schema.get("description") or (f"expected: {expect.what}" if expect else None)
+    documented = {
+        k: v for k, v in _not_null(schema).items() if k not in ("description", "title", "default")
+    }
+    loose: dict[str, Any] = {"anyOf": [documented, {}]} if documented else {}
+    if described:
+        flagged = " (any other shape is kept and flagged)" if documented else ""
+        loose["description"] = described + flagged
+    return loose
+
+
+def _document(schema: dict[str, Any], cls: type[BaseModel]) -> None:
+    """The published schema says what is accepted: the key strictly, the rest loosely."""
+    if not issubclass(cls, Tolerant):
+        return
+    properties: dict[str, Any] = schema.get("properties", {})
+    strict = {name: _not_null(properties[name]) for name in cls.KEYS if name in properties}
+    for name, prop in list(properties.items()):
+        if name in cls.EXACT:
+            continue
+        if name in strict and not cls.ANY_KEY:
+            properties[name] = strict[name]
+        else:
+            properties[name] = _anything(prop, cls.EXPECT.get(name))
+    if cls.ANY_KEY:
+        schema["anyOf"] = [
+            {"required": [name], "properties": {name: prop}} for name, prop in strict.items()
+        ]
+    elif strict:
+        schema["required"] = list(strict)
+
+
+class Tolerant(BaseModel):
+    """Unknown fields are kept (the provider adds fields without notice); fields that do
+    not parse are dropped from the model and reported by ``warnings()``."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=_document)
+
+    KEYS: ClassVar[tuple[str, ...]] = ()
+    """The fields that make the item's business key (docs/design.md §4)."""
+    ANY_KEY: ClassVar[bool] = False
+    """One of ``KEYS`` is enough (else every one is needed)."""
+    EXPECT: ClassVar[Mapping[str, Expect]] = {}
+    EXACT: ClassVar[tuple[str, ...]] = ()
+    """Fields whose schema is published as generated (they hold items of their own)."""
+
+    _unread: tuple[ItemWarning, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_what_cannot_be_read(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        try:
+            model = handler(data)
+            dropped: list[ItemWarning] = []
+        except ValidationError as first:
+            # Not an object at all: the container holding it decides what to do.
+            if not isinstance(data, dict):
+                raise
+            model, dropped = cls._without_unreadable(data, handler, first)
+        dropped.extend(model._without_nul())
+        flagged = model._expectations({w.pointer for w in dropped})
+        if dropped or flagged:
+            model._unread = (*dropped, *flagged)
+        return model
+
+    @classmethod
+    def _without_unreadable(
+        cls, data: dict[str, Any], handler: ModelWrapValidatorHandler[Self], first: ValidationError
+    ) -> tuple[Self, list[ItemWarning]]:
+        data = copy.deepcopy(data)
+        dropped: dict[str, ItemWarning] = {}
+        error = first
+        while True:
+            progressed = False
+            for problem in error.errors(include_url=False, include_input=False):
+                path = _drop(data, problem["loc"])
+                if path is None:
+                    continue
+                progressed = True
+                at = pointer(path)
+                expect = cls.EXPECT.get(str(path[0])) if len(path) == 1 else None
+                dropped.setdefault(
+                    at, ItemWarning(at, expect.what if expect else _expected(problem))
+                )
+            if not progressed:
+                # A required field (of a model that has some) is missing or unreadable.
+                raise first
+            try:
+                return handler(data), list(dropped.values())
+            except ValidationError as again:
+                error = again
+
+    def _without_nul(self) -> list[ItemWarning]:
+        """Text with NUL characters parses, but no database column can hold it."""
+        found = []
+        for name, info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if isinstance(value, str) and "\x00" in value and not info.is_required():
+                setattr(self, name, None)
+                found.append(ItemWarning(pointer([name]), "text without NUL characters"))
+        return found
+
+    def _expectations(self, already: set[str]) -> list[ItemWarning]:
+        found = []
+        for name, expect in type(self).EXPECT.items():
+            at = pointer([name])
+            if at in already:
+                continue
+            value = getattr(self, name, None)
+            if (value is None and expect.required) or (value is not None and not expect.ok(value)):
+                found.append(ItemWarning(at, expect.what))
+        return found
+
+    def warnings(self, at: str = "") -> list[ItemWarning]:
+        """Every field read otherwise than documented, here and in nested models."""
+        found = [ItemWarning(at + w.pointer, w.expected) for w in self._unread]
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, Tolerant):
+                found.extend(value.warnings(at + pointer([name])))
+            elif isinstance(value, list):
+                for index, entry in enumerate(value):
+                    if isinstance(entry, Tolerant):
+                        found.extend(entry.warnings(at + pointer([name, index])))
+        return found
+
+    def key_found(self) -> bool:
+        present = [getattr(self, name) not in (None, "") for name in type(self).KEYS]
+        return any(present) if type(self).ANY_KEY else all(present)
+
+    def missing_key(self) -> str:
+        names = type(self).KEYS
+        if type(self).ANY_KEY and len(names) > 1:
+            listed = ", ".join(names[:-1]) + f" or {names[-1]}"
+            return f"one of {listed} is required: it is the item's business key"
+        return f"{' and '.join(names)} is required: it is the item's business key"

@@ -1,0 +1,145 @@
+"""A person's path through the dashboard in a real browser (Debian's Chromium, headless,
+driven by Playwright): sign in, read the day against its JSON report, open an exception,
+resolve it with a note, see it stay resolved after the day is reconciled again, and
+download the day's open exceptions. Screenshots go to ``test-artifacts/dashboard/``.
+
+Chromium is required under CI (``CI=true``); elsewhere the test is skipped without it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from reconcile.formats import brl
+from tests.conftest import service_missing
+from tests.dashboard.support import PASSWORD, judged, played_with_dashboard
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None and os.access("/usr/bin/chromium", os.X_OK):
+        found = "/usr/bin/chromium"
+    if found is None:
+        service_missing("Chromium", "no chromium executable (apt-get install chromium)")
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def browser_page() -> Iterator[Any]:
+    executable = _chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        service_missing("Playwright", str(exc))
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium's own sandbox cannot start.
+        browser = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox"]
+        )
+        context = browser.new_context(
+            accept_downloads=True, viewport={"width": 1280, "height": 900}
+        )
+        context.set_default_timeout(10_000)
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+            browser.close()
+
+
+def _shot(page: Any, folder: Path, name: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+
+
+def _figure(page: Any, key: str) -> str:
+    # The DOM's text, not the rendered one: CSS shows states in capitals.
+    text: str = page.locator(f'[data-figure="{key}"]').first.text_content()
+    return text.strip()
+
+
+def test_a_person_works_the_day_in_a_browser(engine: Engine, browser_page: Any) -> None:
+    page = browser_page
+    shots = ARTIFACTS / engine.dialect.name
+    with played_with_dashboard(engine, "business-day.json") as day:
+        report = judged(day).report
+        url = day.node.url
+
+        # Signing in lands on the latest reconciled day: the played one.
+        page.goto(url + "/dashboard")
+        assert "/dashboard/login" in page.url
+        page.fill("input[name=name]", "alice")
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button:has-text('Sign in')")
+        page.wait_for_url(url + "/dashboard/")
+        _shot(page, shots, "1-day")
+        assert _figure(page, "date") == day.day.strftime("%d/%m/%Y")
+        assert report["verdict"].replace("_", " ") in page.inner_text(".summary").lower()
+        bridge = report["bridge"]
+        assert _figure(page, "bridge.opening") == brl(bridge["opening_cents"])
+        assert _figure(page, "bridge.closing") == brl(bridge["closing_cents"])
+        assert _figure(page, "totals.credits.api") == brl(report["totals"]["credits"]["api"])
+        assert _figure(page, "totals.debits.statement") == brl(
+            report["totals"]["debits"]["statement"]
+        )
+        assert _figure(page, "balance.drift") == brl(report["balance_drift_cents"])
+        assert _figure(page, "med.debited") == brl(report["med"]["debited_cents"])
+        for status, n in report["charges"].items():
+            assert _figure(page, f"charges.{status}") == str(n)
+        opened = len(report["exceptions"])
+        assert _figure(page, "open_exceptions") == str(opened)
+
+        # The day's exceptions; the most urgent first. Open one and resolve it.
+        page.click("a:has-text('open exceptions')")
+        page.wait_for_selector("table.cases")
+        _shot(page, shots, "2-exceptions")
+        assert page.locator("tr[data-case]").count() == opened
+        case_id = int(page.locator("tr[data-case]").first.get_attribute("data-case"))
+        page.click(f"tr[data-case='{case_id}'] a")
+        page.wait_for_selector("[data-figure='case.state']")
+        assert _figure(page, "case.state") == "open"
+        entry = next(e for e in report["exceptions"] if e["case_id"] == case_id)
+        assert entry["ref"] in page.inner_text("table.facts")
+        page.fill("form[action$='/resolve'] textarea", "refunded to the payer, ticket 4711")
+        page.click("button:has-text('Resolve')")
+        page.wait_for_selector("[data-figure='case.state']:has-text('resolved')")
+        history = page.inner_text("table[data-table=events]")
+        assert "dashboard:alice" in history
+        assert "refunded to the payer, ticket 4711" in history
+        _shot(page, shots, "3-resolved")
+
+        # The worker reconciles the day again: the case stays resolved.
+        again = day.reconcile()
+        assert again.run_id != report["run_id"]
+        assert case_id not in {e["case_id"] for e in again.report["exceptions"]}
+        page.reload()
+        assert _figure(page, "case.state") == "resolved"
+        page.goto(url + f"/dashboard/?date={day.day.isoformat()}")
+        assert _figure(page, "open_exceptions") == str(opened - 1)
+
+        # The CSV of the day's open exceptions, without the resolved one.
+        with page.expect_download() as download_info:
+            page.click("a:has-text('Download the open exceptions')")
+        download = download_info.value
+        target = shots / download.suggested_filename
+        download.save_as(str(target))
+        rows = list(csv.DictReader(io.StringIO(target.read_text(encoding="utf-8"))))
+        assert len(rows) == opened - 1
+        assert str(case_id) not in {row["case_id"] for row in rows}
+
+        # Recent days at a glance: the charts are drawn on the server.
+        page.click("nav a:has-text('Recent days')")
+        page.wait_for_selector("svg.chart")
+        assert page.locator("svg.chart").count() == 4
+        _shot(page, shots, "4-recent")

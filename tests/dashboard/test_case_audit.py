@@ -1,0 +1,82 @@
+"""The audit of people's actions on exception cases (``case_event``): written by
+``reconcile.cases.set_state`` whoever calls it — the dashboard or ``pixrecon exceptions`` —
+and append-only in the database itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
+
+from reconcile.cases import NoteRequired, case_events, command_line_actor, set_state
+from reconcile.db import session_scope
+from reconcile.models import CaseState, ExceptionCase
+from tests.cli_support import clean_env, run_pixrecon
+from tests.dashboard.support import seed_case
+
+
+def test_each_action_is_recorded_with_who_when_and_the_note(engine: Engine) -> None:
+    case_id = seed_case(engine)
+    with session_scope(engine) as session:
+        set_state(session, case_id, CaseState.ACKNOWLEDGED, None, actor="dashboard:alice")
+    with session_scope(engine) as session:
+        set_state(session, case_id, CaseState.RESOLVED, "  refunded  ")
+    with session_scope(engine) as session:
+        events = case_events(session, case_id)
+        case = session.get(ExceptionCase, case_id)
+        assert case is not None
+        assert case.state == "resolved"
+        assert case.note == "refunded"
+    assert [(e.action, e.actor, e.note, e.previous_state) for e in events] == [
+        ("acknowledge", "dashboard:alice", None, "open"),
+        ("resolve", command_line_actor(), "refunded", "acknowledged"),
+    ]
+    assert command_line_actor().startswith("cli:")
+    assert events[0].at <= events[1].at
+
+
+def test_resolving_without_a_note_records_nothing(engine: Engine) -> None:
+    case_id = seed_case(engine)
+    for note in (None, "", "   "):
+        with pytest.raises(NoteRequired), session_scope(engine) as session:
+            set_state(session, case_id, CaseState.RESOLVED, note, actor="dashboard:alice")
+    with session_scope(engine) as session:
+        assert case_events(session, case_id) == []
+        case = session.get(ExceptionCase, case_id)
+        assert case is not None
+        assert case.state == "open"
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["UPDATE case_event SET note = 'rewritten'", "DELETE FROM case_event"],
+)
+def test_the_audit_cannot_be_rewritten(engine: Engine, statement: str) -> None:
+    case_id = seed_case(engine)
+    with session_scope(engine) as session:
+        set_state(session, case_id, CaseState.RESOLVED, "refunded", actor="dashboard:alice")
+    with pytest.raises(DBAPIError, match="append-only"), engine.begin() as connection:
+        connection.execute(text(statement))
+    with session_scope(engine) as session:
+        [event] = case_events(session, case_id)
+        assert event.note == "refunded"
+
+
+def test_the_command_line_leaves_the_same_trail(engine: Engine, tmp_path: Path) -> None:
+    case_id = seed_case(engine)
+    env = clean_env(database_url=engine.url.render_as_string(hide_password=False))
+    acked = run_pixrecon("exceptions", "ack", str(case_id), cwd=tmp_path, env=env)
+    assert acked.returncode == 0, acked.stderr
+    resolved = run_pixrecon(
+        "exceptions", "resolve", str(case_id), "--note", "paid back", cwd=tmp_path, env=env
+    )
+    assert resolved.returncode == 0, resolved.stderr
+    with session_scope(engine) as session:
+        events = case_events(session, case_id)
+    assert [(e.action, e.note) for e in events] == [
+        ("acknowledge", None),
+        ("resolve", "paid back"),
+    ]
+    assert {e.actor for e in events} == {command_line_actor()}

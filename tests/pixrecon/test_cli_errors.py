@@ -1,0 +1,314 @@
+"""Every wrong request and every broken environment ends the same way, in every command: one
+line on stderr saying what is wrong and what to do, exit code 2 — never a traceback, and
+never a database created where none was asked for (README, "Exit codes")."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import uuid
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.cli_support import clean_env, run_pixrecon
+
+# (arguments, settings without the prefix, what the error line must say). Paths and ports
+# in braces are filled in per run; the cases run concurrently to keep this file fast.
+Case = tuple[tuple[str, ...], dict[str, str], str]
+Outcomes = dict[str, tuple[subprocess.CompletedProcess[str], str]]
+
+CASES: dict[str, Case] = {
+    # Commands other than serve, demo and db upgrade never create a database.
+    "events_no_database": (("events",), {}, "there is no database at {tmp}/pixrecon.db"),
+    "show_no_database": (("events", "show", "1"), {}, "`pixrecon db upgrade`"),
+    "exceptions_no_database": (
+        ("exceptions",),
+        {"database_url": "sqlite:///{tmp}/missing.db"},
+        "point PIXRECON_DATABASE_URL at yours",
+    ),
+    "poll_no_database": (
+        ("poll", "--since", "2026-01-01T00:00:00Z"),
+        {
+            "qrcode_api_url": "http://127.0.0.1:1",
+            "qrcode_client_id": "id",
+            "qrcode_client_secret": "secret",
+        },
+        "there is no database at",
+    ),
+    "folder_missing": (
+        ("events",),
+        {"database_url": "sqlite:///{tmp}/no/such/folder/x.db"},
+        "{tmp}/no/such/folder, a folder that does not exist",
+    ),
+    "empty_database_file": (
+        ("exceptions",),
+        {"database_url": "sqlite:///{tmp}/empty.db"},
+        "has no pixrecon tables yet: run `pixrecon db upgrade`",
+    ),
+    "server_unreachable": (
+        ("events",),
+        {"database_url": "postgresql://pixrecon:hunter2@127.0.0.1:1/pixrecon"},
+        "cannot use the database at postgresql://pixrecon:***@127.0.0.1:1/pixrecon",
+    ),
+    "malformed_url": (
+        ("exceptions", "ack", "1"),
+        {"database_url": "not a url"},
+        "PIXRECON_DATABASE_URL='not a url': not a database URL; expected sqlite:///PATH",
+    ),
+    "unsupported_dialect": (
+        ("events",),
+        {"database_url": "mysql://u@db/pixrecon"},
+        "'mysql' is not supported; pixrecon runs on SQLite or PostgreSQL",
+    ),
+    "upgrade_unknown_revision": (
+        ("db", "upgrade", "--revision", "nope"),
+        {"database_url": "sqlite:///{tmp}/upgrade.db"},
+        "cannot migrate to 'nope'",
+    ),
+    "upgrade_folder_missing": (
+        ("db", "upgrade"),
+        {"database_url": "sqlite:///{tmp}/absent/x.db"},
+        "a folder that does not exist",
+    ),
+    # Settings: the variable, its value, what it must be.
+    "setting_not_a_number": (
+        ("events",),
+        {"worker_threads": "four"},
+        "PIXRECON_WORKER_THREADS='four': Input should be a valid integer",
+    ),
+    "setting_not_a_boolean": (
+        ("exceptions",),
+        {"scheduler_enabled": "maybe"},
+        "PIXRECON_SCHEDULER_ENABLED='maybe': Input should be a valid boolean",
+    ),
+    "setting_by_its_former_name": (
+        ("events",),
+        {"poll_pix_interval_seconds": "soon"},
+        "PIXRECON_POLL_PIX_INTERVAL_SECONDS='soon'",
+    ),
+    "setting_not_a_choice": (
+        ("events",),
+        {"log_level": "loud"},
+        "PIXRECON_LOG_LEVEL='loud': Input should be 'DEBUG', 'INFO'",
+    ),
+    # Options: bad dates, windows, ports, choices, ids — the same one line everywhere.
+    "exceptions_bad_date": (
+        ("exceptions", "--date", "2026-02-30"),
+        {},
+        "--date must be YYYY-MM-DD",
+    ),
+    "poll_bad_since": (("poll", "--since", "yesterday"), {}, "--since is not an RFC 3339 time"),
+    "poll_until_alone": (("poll", "--until", "2026-01-01T00:00:00Z"), {}, "--until needs --since"),
+    "poll_window_backwards": (
+        ("poll", "--since", "2026-01-02T00:00:00Z", "--until", "2026-01-01T00:00:00Z"),
+        {},
+        "--since must be earlier than --until",
+    ),
+    "serve_port_out_of_range": (
+        ("serve", "--port", "70000"),
+        {"webhook_secrets": "s"},
+        "Invalid value for '--port'",
+    ),
+    "serve_port_busy": (
+        ("serve", "--port", "{busy_port}"),
+        {"webhook_secrets": "s", "database_url": "sqlite:///{tmp}/serve.db"},
+        "port {busy_port} is already in use on 127.0.0.1",
+    ),
+    "serve_host_not_here": (
+        ("serve", "--host", "192.0.2.1"),
+        {"webhook_secrets": "s", "database_url": "sqlite:///{tmp}/serve.db"},
+        "192.0.2.1 is not an address of this machine",
+    ),
+    "events_format": (("events", "--format", "xml"), {}, "Invalid value for '--format'"),
+    "exceptions_format": (("exceptions", "-f", "xml"), {}, "'xml' is not one of 'table', 'json'"),
+    "poll_format": (("poll", "--format", "xml"), {}, "Invalid value for '--format'"),
+    "reconcile_format": (
+        ("reconcile", "--date", "2026-01-01", "--format", "xml"),
+        {},
+        "Invalid value for '--format'",
+    ),
+    "register_format": (
+        ("webhooks", "register", "--base-url", "https://x", "--format", "xml"),
+        {},
+        "Invalid value for '--format'",
+    ),
+    "events_status": (
+        ("events", "--status", "done"),
+        {},
+        "'done' is not one of 'pending', 'processed', 'failed', 'unsupported', 'ignored'",
+    ),
+    "events_source": (("events", "--source", "email"), {}, "Invalid value for '--source'"),
+    "events_limit": (("events", "--limit", "0"), {}, "Invalid value for '--limit'"),
+    "id_not_a_number": (("events", "show", "abc"), {}, "Invalid value for 'ID'"),
+    "unknown_option": (("events", "--colour"), {}, "No such option: --colour"),
+    "unknown_command": (("reconcil",), {}, "No such command 'reconcil'"),
+    "register_base_url": (
+        ("webhooks", "register", "--base-url", "pix.example.com"),
+        {},
+        "--base-url must be the absolute URL",
+    ),
+    "register_unconfigured": (
+        ("webhooks", "register", "--base-url", "https://pix.example.com"),
+        {},
+        "the QR code API is not configured",
+    ),
+    # The broker.
+    "worker_without_broker": (("worker",), {}, "PIXRECON_BROKER_URL is not set"),
+    "worker_bad_broker_url": (
+        ("worker",),
+        {"broker_url": "amqp://rabbit"},
+        "PIXRECON_BROKER_URL='amqp://rabbit': not a Redis URL",
+    ),
+    "worker_broker_unreachable": (
+        ("worker",),
+        {"broker_url": "redis://127.0.0.1:1/0"},
+        "cannot reach the broker at PIXRECON_BROKER_URL",
+    ),
+}
+
+
+def _fill(text: str, tmp: Path, busy_port: int) -> str:
+    return text.replace("{tmp}", str(tmp)).replace("{busy_port}", str(busy_port))
+
+
+def run_all(cases: Mapping[str, Case], tmp: Path, busy_port: int = 0) -> Outcomes:
+    def one(case: Case) -> subprocess.CompletedProcess[str]:
+        args, variables, _ = case
+        filled = {k: _fill(v, tmp, busy_port) for k, v in variables.items()}
+        env = clean_env(log_json="0", **filled)
+        return run_pixrecon(*(_fill(a, tmp, busy_port) for a in args), cwd=tmp, env=env)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = dict(zip(cases, pool.map(one, cases.values()), strict=True))
+    return {name: (results[name], _fill(cases[name][2], tmp, busy_port)) for name in cases}
+
+
+def assert_one_line(result: subprocess.CompletedProcess[str], says: str, code: int = 2) -> None:
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output, output
+    assert result.returncode == code, output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert says in errors[0], errors[0]
+
+
+@pytest.fixture(scope="module")
+def outcomes(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, Outcomes]]:
+    tmp = tmp_path_factory.mktemp("errors").resolve()
+    (tmp / "empty.db").touch()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        yield tmp, run_all(CASES, tmp, busy.getsockname()[1])
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_error_is_one_line_and_exit_two(name: str, outcomes: tuple[Path, Outcomes]) -> None:
+    result, says = outcomes[1][name]
+    assert_one_line(result, says)
+
+
+def test_no_command_created_a_database_it_was_not_asked_for(
+    outcomes: tuple[Path, Outcomes],
+) -> None:
+    tmp = outcomes[0]
+    for name in ("pixrecon.db", "missing.db", "serve.db"):
+        assert not (tmp / name).exists(), name
+
+
+def test_version(tmp_path: Path) -> None:
+    result = run_pixrecon("--version", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("pixrecon ")
+
+
+def test_ids_that_do_not_exist(database_url: str, tmp_path: Path) -> None:
+    """Once on SQLite, once on PostgreSQL: a migrated database without that id."""
+    cases: dict[str, Case] = {
+        "show": (("events", "show", "999999"), {}, "no inbox item 999999"),
+        "replay": (("events", "replay", "999999"), {}, "no inbox item 999999"),
+        "ignore": (("events", "ignore", "999999", "--reason", "x"), {}, "no inbox item 999999"),
+        "ack": (("exceptions", "ack", "999999"), {}, "no exception case 999999"),
+        "resolve": (("exceptions", "resolve", "999999", "--note", "x"), {}, "no exception case"),
+    }
+    url = {"database_url": database_url}
+    outcomes = run_all({name: (a, url, says) for name, (a, _, says) in cases.items()}, tmp_path)
+    for result, says in outcomes.values():
+        assert_one_line(result, says)
+
+
+@pytest.mark.postgres
+def test_a_postgresql_database_that_does_not_exist(postgres_admin_url: str, tmp_path: Path) -> None:
+    name = f"pixrecon_absent_{uuid.uuid4().hex[:8]}"
+    url = make_url(postgres_admin_url).set(database=name).render_as_string(hide_password=False)
+    cases: dict[str, Case] = {
+        "events": (("events",), {"database_url": url}, f'database "{name}" does not exist'),
+        "poll": (
+            ("poll",),
+            {
+                "database_url": url,
+                "qrcode_api_url": "http://127.0.0.1:1",
+                "qrcode_client_id": "id",
+                "qrcode_client_secret": "secret",
+            },
+            "create it, then run `pixrecon db upgrade`",
+        ),
+    }
+    for result, says in run_all(cases, tmp_path).values():
+        assert_one_line(result, says)
+
+
+def test_an_unexpected_error_is_one_line_and_its_stack_only_at_debug(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import logging
+
+    import structlog
+    from sqlalchemy.exc import OperationalError
+
+    from pixrecon.cli import run
+    from pixrecon.commands import events
+    from reconcile.settings import get_settings
+
+    failures: list[Exception] = [
+        KeyError("a bug of ours"),
+        OperationalError("SELECT 1", {}, Exception("server closed the connection")),
+    ]
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise failures[0]
+
+    monkeypatch.setattr(events, "database_or_exit", broken)
+    saved, handlers = structlog.get_config(), logging.getLogger().handlers[:]
+    said = []
+    try:
+        for level in ("INFO", "DEBUG", "INFO"):
+            env = clean_env(log_json="0", log_level=level, database_url="sqlite://")
+            for name, value in env.items():
+                monkeypatch.setenv(name, value)
+            get_settings.cache_clear()
+            assert run(["events"]) == 2
+            said.append(capfd.readouterr().err)
+            if level == "DEBUG":
+                failures.pop(0)
+    finally:
+        get_settings.cache_clear()
+        structlog.configure(**saved)
+        logging.getLogger().handlers[:] = handlers
+    quiet, debug, unavailable = said
+    assert quiet.strip().splitlines() == [
+        "error: the command stopped on an unexpected error (KeyError: 'a bug of ours'); "
+        "PIXRECON_LOG_LEVEL=DEBUG shows where it happened"
+    ]
+    assert "Traceback" in debug
+    assert "KeyError: 'a bug of ours'" in debug
+    assert unavailable.strip().splitlines() == [
+        "error: cannot use the database at sqlite://: server closed the connection; check "
+        "PIXRECON_DATABASE_URL and that the database server is running"
+    ]

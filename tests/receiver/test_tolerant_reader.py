@@ -1,0 +1,314 @@
+"""The receiver as a tolerant reader (docs/design.md §4): an authenticated delivery of valid
+JSON is refused only when an item has no business key. Everything else is stored with its
+raw body, flagged on the item, counted in ``/metrics``, and processed without failing —
+on SQLite and PostgreSQL. In process (httpx's ASGI transport), so the properties stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Engine, func, select
+from sqlmodel import col
+
+from receiver.app import create_app
+from reconcile.confirmation import confirm_pending_pix, waive_confirmation
+from reconcile.db import create_db_engine, session_scope
+from reconcile.models import (
+    AccountMovement,
+    InboxItem,
+    InboxRef,
+    PixReceived,
+    PixRefund,
+    WebhookDelivery,
+)
+from reconcile.processing import process_items
+from tests.conftest import SECRET, make_settings
+from tests.factories import e2e_id, pix
+from tests.receiver.deliveries import (
+    Sample,
+    accounts_sample,
+    dumps,
+    json_values,
+    keyless,
+    mutated,
+    samples,
+)
+
+PROPERTY = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+class InProcess:
+    """The receiver app over httpx's ASGI transport, its event loop in a portal thread (as
+    a server's would be), so that tests stay synchronous."""
+
+    def __init__(self, portal: BlockingPortal, http: httpx.AsyncClient) -> None:
+        self._portal = portal
+        self._http = http
+
+    def post(self, route: str, **kwargs: Any) -> httpx.Response:
+        return self._portal.call(partial(self._http.post, route, **kwargs))
+
+    def get(self, route: str) -> httpx.Response:
+        return self._portal.call(self._http.get, route)
+
+
+@contextmanager
+def receiver(engine: Engine) -> Iterator[InProcess]:
+    url = engine.url.render_as_string(hide_password=False)
+    app = create_app(make_settings(url), engine)
+    http = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://receiver",
+        headers={"X-Webhook-Secret": SECRET},
+    )
+    # The lifespan's end finishes the last transaction and stops the writer thread.
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(app.router.lifespan_context(app)),
+    ):
+        yield InProcess(portal, http)
+        portal.call(http.aclose)
+
+
+@pytest.fixture
+def client(engine: Engine) -> Iterator[InProcess]:
+    with receiver(engine) as client:
+        yield client
+
+
+@pytest.fixture
+def sqlite_engine(sqlite_template: Path, tmp_path: Path) -> Iterator[Engine]:
+    """SQLite alone: what does not depend on the database needs one run, not two."""
+    path = tmp_path / "tolerant.db"
+    shutil.copy(sqlite_template, path)
+    engine = create_db_engine(f"sqlite:///{path}")
+    yield engine
+    engine.dispose()
+
+
+def _post(client: InProcess, route: str, body: bytes) -> httpx.Response:
+    return client.post(route, content=body, headers={"content-type": "application/json"})
+
+
+def _counts(engine: Engine) -> tuple[int, ...]:
+    with session_scope(engine) as session:
+        return tuple(
+            int(session.execute(select(func.count()).select_from(model)).scalar_one())
+            for model in (WebhookDelivery, InboxItem, InboxRef)
+        )
+
+
+def _process_pending(engine: Engine) -> list[str]:
+    """Run the handlers on whatever is pending; the errors of items that failed."""
+    with session_scope(engine) as session:
+        pending = list(
+            session.execute(
+                select(col(InboxItem.id)).where(col(InboxItem.status) == "pending")
+            ).scalars()
+        )
+    report = process_items(engine, pending)
+    with session_scope(engine) as session:
+        return [
+            f"{item.kind}: {item.error}"
+            for item in session.execute(
+                select(InboxItem).where(col(InboxItem.id).in_(report.failed))
+            ).scalars()
+        ]
+
+
+def _items(engine: Engine) -> dict[str, InboxItem]:
+    with session_scope(engine) as session:
+        return {i.key: i for i in session.execute(select(InboxItem)).scalars()}
+
+
+def test_deliveries_as_real_senders_shape_them_are_accepted_flagged_and_processed(
+    engine: Engine, client: InProcess
+) -> None:
+    odd_pix = pix(e2e=e2e_id(1), valor={"original": "110.00"}, horario="22/11/2026 15:00")
+    odd_pix["devolucoes"] = {"id": "d1", "valor": "5.00", "status": "ESTORNADO"}
+    refund = accounts_sample("refund.json", "data").body
+    refund["data"]["refunds"][0]["pixRefundAmount"] = {"value": "12.00"}
+    deliveries = [
+        ("/webhooks/qrcode/pix", {"pix": [odd_pix]}),
+        ("/webhooks/accounts", accounts_sample("receive.json", "payload").body),
+        ("/webhooks/accounts", accounts_sample("transfer.json", "list").body),
+        ("/webhooks/accounts", refund),
+        ("/webhooks/accounts/cashout", {"data": {"idempotencyKey": "p-1", "status": 3}}),
+    ]
+    for route, body in deliveries:
+        response = client.post(route, json=json.loads(dumps(body)))
+        assert response.status_code == 200, response.text
+    items = _items(engine)
+    flagged = {key: json.loads(item.warnings or "[]") for key, item in items.items()}
+    assert flagged[f"pix:{e2e_id(1)}"] == [
+        {"pointer": "/valor", "expected": flagged[f"pix:{e2e_id(1)}"][0]["expected"]},
+        {"pointer": "/horario", "expected": "an RFC 3339 date-time"},
+    ]
+    assert [w["pointer"] for w in flagged[f"refund:{e2e_id(1)}:d1:ESTORNADO"]] == [
+        "/devolucao/status"
+    ]
+    assert [w["pointer"] for w in flagged["accounts:RECEIVE:rcv-000123:LIQUIDATED"]] == ["/payload"]
+    assert [w["pointer"] for w in flagged["accounts:TRANSFER:98765:LIQUIDATED"]] == ["/data"]
+    assert [w["pointer"] for w in flagged["accounts:REFUND:rcv-000123:PARTIALLY_REFUNDED:r1"]] == [
+        "/data/refunds/0/pixRefundAmount"
+    ]
+    assert [w["pointer"] for w in flagged["accounts:CASHOUT:p-1:UNKNOWN"]] == ["/data/status"]
+
+    metrics = client.get("/metrics").text
+    assert 'pixrecon_item_warnings_total{field="/valor",kind="pix"} 1.0' in metrics
+    assert 'pixrecon_item_warnings_total{field="/payload",kind="accounts.receive"} 1.0' in (metrics)
+
+    assert _process_pending(engine) == []
+    with session_scope(engine) as session:
+        received = session.execute(select(PixReceived)).scalar_one()
+        (refunded,) = session.execute(select(PixRefund)).scalars()
+        movements = {
+            (m.type, m.reference): m for m in session.execute(select(AccountMovement)).scalars()
+        }
+    # Its amount unread, the Pix counts no money until the API states one.
+    assert (received.amount_cents, received.confirmation) == (None, "pending")
+    assert received.horario is None
+    assert received.horario_raw == "22/11/2026 15:00"
+    assert (refunded.status, refunded.amount_cents) == ("ESTORNADO", 500)
+    assert movements[("RECEIVE", "rcv-000123")].amount_cents == 4200
+    assert movements[("REFUND", "rcv-000123")].refunded_cents == 0
+    assert movements[("CASHOUT", "p-1")].status == "UNKNOWN"
+
+
+class _PixApi:
+    def __init__(self, valor: object) -> None:
+        self.valor = valor
+
+    def get_pix(self, e2eid: str) -> dict[str, Any]:
+        return {"endToEndId": e2eid, "valor": self.valor}
+
+
+def test_a_pix_of_unreadable_amount_takes_the_apis_at_confirmation(
+    engine: Engine, client: InProcess
+) -> None:
+    for n in (1, 2):
+        client.post("/webhooks/qrcode/pix", json=pix(e2e=e2e_id(n), valor="cento e dez"))
+    assert _process_pending(engine) == []
+    grace = timedelta(minutes=15)
+
+    # Policy "none" trusts notifications, but there is no notified amount to trust.
+    waive_confirmation(engine)
+    unreadable = confirm_pending_pix(engine, _PixApi("R$ 110"), grace=grace)
+    assert len(unreadable.still_pending) == 2
+    with session_scope(engine) as session:
+        rows = list(session.execute(select(PixReceived)).scalars())
+    assert {(r.amount_cents, r.confirmation) for r in rows} == {(None, "pending")}
+
+    with session_scope(engine) as session:
+        for row in session.execute(select(PixReceived)).scalars():
+            row.next_check_at = row.created_at
+    confirmed = confirm_pending_pix(engine, _PixApi("110.00"), grace=grace)
+    assert len(confirmed.confirmed) == 2
+    with session_scope(engine) as session:
+        rows = list(session.execute(select(PixReceived)).scalars())
+    assert {(r.amount_cents, r.confirmed_amount_cents, r.confirmation) for r in rows} == {
+        (11000, 11000, "confirmed")
+    }
+
+
+def test_json_that_is_not_unicode_is_malformed(engine: Engine, client: InProcess) -> None:
+    body = b'{"pix": [{"endToEndId": "%s", "infoPagador": "\\ud800"}]}' % e2e_id(1).encode()
+    response = _post(client, "/webhooks/qrcode/pix", body)
+    assert response.status_code == 400
+    assert response.json()["type"].endswith("malformed-json")
+    assert _counts(engine) == (0, 0, 0)
+
+
+def test_text_no_column_can_hold_is_flagged_not_fatal(engine: Engine, client: InProcess) -> None:
+    body = pix(e2e=e2e_id(1), infoPagador="a\x00b", pagador={"nome": "x\x00"})
+    assert client.post("/webhooks/qrcode/pix", json=body).status_code == 200
+    (item,) = _items(engine).values()
+    assert [w["pointer"] for w in json.loads(item.warnings or "[]")] == [
+        "/infoPagador",
+        "/pagador/nome",
+    ]
+    assert _process_pending(engine) == []
+
+
+def _accepted(engine: Engine, client: InProcess, examples: int) -> None:
+    @settings(PROPERTY, max_examples=examples)
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        sample, done = data.draw(samples().flatmap(mutated))
+        body = dumps(sample.body)
+        response = _post(client, sample.route, body)
+        assert response.status_code == 200, (done, response.text)
+        assert response.json()["items"] >= 1
+        with session_scope(engine) as session:
+            stored = session.execute(
+                select(WebhookDelivery).order_by(col(WebhookDelivery.id).desc()).limit(1)
+            ).scalar_one()
+        assert stored.body == body
+        assert _process_pending(engine) == [], done
+
+    check()
+
+
+def test_any_change_that_keeps_the_keys_is_accepted_kept_and_processed(
+    engine: Engine, client: InProcess
+) -> None:
+    # PostgreSQL checks what SQLite lets through (lengths, NUL characters): both run.
+    _accepted(engine, client, 40 if engine.dialect.name == "sqlite" else 25)
+
+
+@settings(PROPERTY, max_examples=40)
+@given(data=st.data())
+def test_a_delivery_with_an_item_without_its_key_is_refused_and_changes_nothing(
+    sqlite_engine: Engine, data: st.DataObject
+) -> None:
+    sample: Sample = data.draw(samples().flatmap(keyless))
+    with receiver(sqlite_engine) as client:
+        before = _counts(sqlite_engine)
+        response = _post(client, sample.route, dumps(sample.body))
+    assert response.status_code == 400, response.text
+    assert response.json()["violations"]
+    assert _counts(sqlite_engine) == before
+
+
+ROUTES = st.sampled_from(
+    [
+        "/webhooks/qrcode/pix",
+        "/webhooks/qrcode",
+        "/webhooks/qrcode/rec",
+        "/webhooks/qrcode/cobr",
+        "/webhooks/accounts",
+        "/webhooks/accounts/transfer",
+        "/webhooks/accounts/infraction",
+        "/webhooks/accounts/whatever",
+    ]
+)
+BODIES = st.one_of(
+    json_values.map(dumps),
+    samples().flatmap(mutated).map(lambda found: dumps(found[0].body)),
+    st.binary(max_size=200),
+)
+
+
+@settings(PROPERTY, max_examples=60)
+@given(route=ROUTES, body=BODIES)
+def test_no_input_gives_a_5xx(sqlite_engine: Engine, route: str, body: bytes) -> None:
+    with receiver(sqlite_engine) as client:
+        response = _post(client, route, body)
+    assert response.status_code in (200, 400), response.text
+    assert _process_pending(sqlite_engine) == []

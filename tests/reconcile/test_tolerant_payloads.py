@@ -1,0 +1,212 @@
+"""The payload readers are tolerant (docs/design.md §4): only a missing business key refuses
+an item; every other field that does not parse is kept raw and flagged, with a JSON
+pointer and what was expected — never the value."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reconcile.inbox import NewItem
+from reconcile.payloads import PayloadInvalid
+from reconcile.payloads.accounts import accounts_items
+from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
+from reconcile.payloads.pix import pix_callback_items
+from tests.factories import e2e_id, pix
+from tests.receiver.deliveries import (
+    Sample,
+    accounts_sample,
+    json_values,
+    keyless,
+    mutated,
+    samples,
+)
+
+PARSERS: dict[str, Callable[[Any], list[NewItem]]] = {
+    "/webhooks/qrcode/pix": pix_callback_items,
+    "/webhooks/qrcode/rec": rec_callback_items,
+    "/webhooks/qrcode/cobr": cobr_callback_items,
+    "/webhooks/accounts": accounts_items,
+}
+FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+CPF, NAME = "12345678909", "Fulana de Tal"
+
+
+def _read(sample: Sample) -> list[NewItem]:
+    # What the receiver hands the readers: JSON text parsed with exact numbers.
+    document = json.loads(json.dumps(sample.body, default=str), parse_float=Decimal)
+    return PARSERS[sample.route](document)
+
+
+def _warnings(item: NewItem) -> dict[str, str]:
+    return {w.pointer: w.expected for w in item.warnings}
+
+
+def test_an_amount_in_another_shape_is_flagged_and_the_pix_kept() -> None:
+    body = {"pix": [pix(valor={"original": "110.00"}), pix(valor="110.123"), pix(valor=None)]}
+    items = pix_callback_items(body)
+    assert [i.kind for i in items] == ["pix", "pix", "pix"]
+    for item in items:
+        assert set(_warnings(item)) == {"/valor"}
+        assert _warnings(item)["/valor"].startswith("an amount")
+    missing = pix()
+    del missing["valor"]
+    (item,) = pix_callback_items(missing)
+    assert _warnings(item) == {"/valor": _warnings(items[0])["/valor"]}
+
+
+def test_unknown_enums_and_unreadable_dates_are_kept_and_flagged() -> None:
+    refund = {"id": "d1", "valor": "1.00", "status": "ESTORNADO", "natureza": "OUTRA"}
+    body = pix(horario="ontem", devolucoes=refund)
+    pix_item, refund_item = pix_callback_items(body)
+    assert _warnings(pix_item) == {"/horario": "an RFC 3339 date-time"}
+    assert refund_item.key == f"refund:{body['endToEndId']}:d1:ESTORNADO"
+    assert set(_warnings(refund_item)) == {"/devolucao/status", "/devolucao/natureza"}
+    assert json.loads(refund_item.payload)["devolucao"] == refund
+
+
+def test_unexpected_nesting_is_flagged_where_it_is() -> None:
+    data = json.loads(json.dumps(accounts_sample("refund.json", "data").body["data"]))
+    data["refunds"][0]["pixRefundAmount"] = {"value": "12.00", "currency": "BRL"}
+    data["refunds"].append("not a refund")
+    data["payment"] = [{"amount": "42.00"}]
+    (item,) = accounts_items({"type": "REFUND", "data": data})
+    assert item.kind == "accounts.refund"
+    assert set(_warnings(item)) == {
+        "/data/refunds/0/pixRefundAmount",
+        "/data/refunds/1",
+        "/data/payment",
+    }
+
+
+def test_accounts_envelope_under_payload_or_as_a_list() -> None:
+    data = accounts_sample("receive.json", "data").body["data"]
+    (under_payload,) = accounts_items({"type": "RECEIVE", "payload": data})
+    assert under_payload.key == "accounts:RECEIVE:rcv-000123:LIQUIDATED"
+    assert _warnings(under_payload) == {"/payload": "the notification under data"}
+    other = {**data, "id": "rcv-000124"}
+    listed = accounts_items({"type": "RECEIVE", "data": [data, other]})
+    assert [i.key for i in listed] == [
+        "accounts:RECEIVE:rcv-000123:LIQUIDATED",
+        "accounts:RECEIVE:rcv-000124:LIQUIDATED",
+    ]
+    assert json.loads(listed[1].payload)["data"]["id"] == "rcv-000124"
+    assert all("/data" in _warnings(i) for i in listed)
+
+
+def test_type_from_the_path_and_unknown_types() -> None:
+    data = accounts_sample("transfer.json", "data").body["data"]
+    (item,) = accounts_items({"data": data}, "transfer")
+    assert item.kind == "accounts.transfer"
+    (unknown,) = accounts_items({"type": "PIX_AUTOMATICO_V9", "data": data})
+    assert (unknown.kind, unknown.status) == ("unsupported", "unsupported")
+    assert unknown.key.startswith("unsupported:PIX_AUTOMATICO_V9:")
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "label"),
+    [
+        ("/webhooks/qrcode/pix", "double-encoded", "PIX"),
+        ("/webhooks/qrcode/pix", {"pix": 42}, "PIX"),
+        ("/webhooks/qrcode/rec", {"recs": "x"}, "REC"),
+        ("/webhooks/qrcode/cobr", None, "COBR"),
+        ("/webhooks/accounts", {"type": "RECEIVE", "data": "x"}, "RECEIVE"),
+        ("/webhooks/accounts", {"type": "RECEIVE"}, "RECEIVE"),
+        ("/webhooks/accounts", {"tipo": "RECEIVE", "dados": {}}, "UNKNOWN"),
+        ("/webhooks/accounts", [1, 2], "UNKNOWN"),
+    ],
+)
+def test_a_body_no_shape_explains_is_one_unsupported_item(
+    route: str, body: Any, label: str
+) -> None:
+    (item,) = PARSERS[route](body)
+    assert (item.kind, item.status) == ("unsupported", "unsupported")
+    assert item.key.startswith(f"unsupported:{label}:")
+    assert json.loads(item.payload) == body
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "where"),
+    [
+        ("/webhooks/qrcode/pix", {"pix": [pix(), {"valor": "1.00"}]}, "/pix/1/endToEndId"),
+        ("/webhooks/qrcode/pix", pix(e2e="E123"), "/endToEndId"),
+        ("/webhooks/qrcode/pix", pix(devolucoes=[{"valor": "1.00"}]), "/devolucoes/0"),
+        ("/webhooks/qrcode/pix", {"pix": [pix(), 7]}, "/pix/1"),
+        ("/webhooks/qrcode/rec", {"recs": [{"status": "APROVADA"}]}, "/recs/0/idRec"),
+        ("/webhooks/qrcode/cobr", {"cobsr": {"txid": "no spaces allowed"}}, "/cobsr/txid"),
+        ("/webhooks/accounts", {"type": "TRANSFER", "data": {"status": "X"}}, "/data"),
+        (
+            "/webhooks/accounts",
+            {"type": "INFRACTION", "payload": {"endToEndId": "E"}},
+            "/payload/id",
+        ),
+    ],
+)
+def test_without_its_key_an_item_refuses_the_delivery(route: str, body: Any, where: str) -> None:
+    with pytest.raises(PayloadInvalid) as refused:
+        PARSERS[route](body)
+    assert refused.value.violations is not None
+    assert refused.value.violations[0]["property"] == where
+
+
+def test_warnings_and_violations_never_carry_the_values() -> None:
+    secret = {"cpf": CPF * 2, "nome": NAME * 20}
+    body = pix(pagador=secret, valor=f"R$ {CPF}", horario=NAME, chave=CPF * 10)
+    (item,) = pix_callback_items(body)
+    assert set(_warnings(item)) == {"/pagador/cpf", "/pagador/nome", "/valor", "/horario", "/chave"}
+    text = json.dumps([w.as_json() for w in item.warnings])
+    with pytest.raises(PayloadInvalid) as refused:
+        pix_callback_items({**body, "endToEndId": CPF})
+    text += json.dumps(refused.value.violations)
+    assert CPF not in text
+    assert NAME not in text
+
+
+def test_refs_name_every_reference_an_item_carries() -> None:
+    body = pix(e2e=e2e_id(5), txid="pedido42", devolucoes={"id": "d1", "rtrId": "D" * 32})
+    pix_item, refund = pix_callback_items(body)
+    assert set(pix_item.refs or ()) == {e2e_id(5), "pedido42", "D" * 32}
+    assert set(refund.refs or ()) == {e2e_id(5), "d1", "D" * 32}
+    receive = accounts_sample("receive.json", "data").body
+    (item,) = accounts_items(json.loads(json.dumps(receive)))
+    assert set(item.refs or ()) == {"rcv-000123", "E18236120202611221601c0000000002", "pedido45"}
+
+
+@FAST
+@given(st.data())
+def test_any_change_that_keeps_the_keys_is_accepted(data: st.DataObject) -> None:
+    sample, done = data.draw(samples().flatmap(mutated))
+    items = _read(sample)
+    assert items, done
+    for item in items:
+        assert len(item.key) <= 200
+        for warning in item.warnings:
+            assert warning.pointer.startswith("/"), warning
+
+
+@FAST
+@given(st.data())
+def test_taking_an_items_keys_away_refuses_the_delivery(data: st.DataObject) -> None:
+    sample = data.draw(samples().flatmap(keyless))
+    with pytest.raises(PayloadInvalid) as refused:
+        _read(sample)
+    assert refused.value.violations
+
+
+@FAST
+@given(st.sampled_from(sorted(PARSERS)), json_values)
+def test_any_json_is_read_or_refused_cleanly(route: str, document: Any) -> None:
+    try:
+        items = PARSERS[route](document)
+    except PayloadInvalid as refused:
+        violations = refused.violations
+    else:
+        assert all(len(item.key) <= 200 for item in items)
+        return
+    assert violations
