@@ -93,7 +93,7 @@ def run_sandbox(
             _describe(api.url, accounts_url)
             if on_ready is not None:
                 on_ready(api.url, accounts_url)
-            print("serving the sandbox until interrupted (Ctrl-C)", file=sys.stderr, flush=True)
+            print("serving the sandbox until interrupted (Ctrl-C)", flush=True)
             _wait_for_interrupt()
     finally:
         if accounts is not None:
@@ -107,7 +107,6 @@ def _describe(api_url: str, accounts_url: str | None) -> None:
         f"  client id     {DEFAULT_CLIENT_ID}\n"
         f"  client secret {DEFAULT_CLIENT_SECRET}\n"
         f"  scopes        {' '.join(sorted(DEFAULT_SCOPES))}",
-        file=sys.stderr,
     )
     if accounts_url is not None:
         print(
@@ -116,9 +115,9 @@ def _describe(api_url: str, accounts_url: str | None) -> None:
             f"  client id     {DEFAULT_ACCOUNTS_CLIENT_ID}\n"
             f"  client secret {DEFAULT_ACCOUNTS_CLIENT_SECRET}\n"
             f"  x-account-id  {DEFAULT_ACCOUNT_ID}",
-            file=sys.stderr,
         )
-    sys.stderr.flush()
+    # What the sandbox is, for a person: the command's own output, apart from its logs.
+    sys.stdout.flush()
 
 
 def _wait_for_interrupt() -> None:

@@ -7,6 +7,7 @@ app runs in a thread of the same process and the caller keeps driving it directl
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 import time
@@ -38,6 +39,10 @@ class BackgroundServer:
     ) -> None:
         config_options.setdefault("timeout_graceful_shutdown", 1)
         config_options.setdefault("lifespan", "auto")
+        if logging.getLogger().handlers:
+            # The host program formats its logs (pixrecon's JSON lines, say): uvicorn's
+            # loggers go through its handlers instead of printing lines of their own.
+            config_options.setdefault("log_config", None)
         self._config = uvicorn.Config(
             app, host=host, port=port, log_level=log_level, **config_options
         )

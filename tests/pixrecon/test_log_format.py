@@ -191,3 +191,22 @@ def test_worker_processes_log_json_too(
     names = loggers(lines)
     assert any(name.startswith("dramatiq") for name in names), names
     assert not [line for line in lines if line["logger"].startswith("apscheduler")]
+
+
+def test_the_sandbox_logs_json_and_prints_what_it_is_on_stdout(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pixrecon", "sandbox", "--port", "0", "--accounts-port", "0"],
+        cwd=tmp_path,
+        env=clean_env(log_json="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(3)
+    finally:
+        process.terminate()
+        stdout, stderr = process.communicate(timeout=10)
+    # uvicorn's lines too: every stderr line parses; the description is the output.
+    assert "uvicorn.error" in loggers(json_lines(stderr))
+    assert "sandbox Pix provider on http://127.0.0.1:" in stdout
