@@ -141,25 +141,31 @@ def _value(raw: object, name: str) -> Decimal:
     return value
 
 
-def _fine(original: Decimal, raw: object, due: date, paid_on: date) -> Decimal:
-    term = _term(raw, "multa")
+def _valued(raw: object, name: str, highest: int) -> tuple[int, Decimal] | None:
+    """A term with a single ``valorPerc``: its modality and value, ``None`` when absent."""
+    term = _term(raw, name)
     if term is None:
-        return Decimal(0)
-    modality = _modality(term, "multa", 2)
-    value = _value(term.get("valorPerc"), "multa.valorPerc")
-    if paid_on <= due:
-        return Decimal(0)
+        return None
+    return _modality(term, name, highest), _value(term.get("valorPerc"), f"{name}.valorPerc")
+
+
+def _reais_or_percent(modality: int, value: Decimal, original: Decimal) -> Decimal:
+    """Modality 1 states reais; the other one a percentage of ``valor.original``."""
     return _cents(value if modality == 1 else original * value / HUNDRED)
 
 
+def _fine(original: Decimal, raw: object, due: date, paid_on: date) -> Decimal:
+    fine = _valued(raw, "multa", 2)
+    if fine is None or paid_on <= due:
+        return Decimal(0)
+    return _reais_or_percent(*fine, original)
+
+
 def _interest(original: Decimal, raw: object, due: date, paid_on: date) -> Decimal:
-    term = _term(raw, "juros")
-    if term is None:
+    interest = _valued(raw, "juros", 8)
+    if interest is None or paid_on <= due:
         return Decimal(0)
-    modality = _modality(term, "juros", 8)
-    value = _value(term.get("valorPerc"), "juros.valorPerc")
-    if paid_on <= due:
-        return Decimal(0)
+    modality, value = interest
     days = (paid_on - due).days if modality <= 4 else _weekdays_between(due, paid_on)
     per_value, divisor = {
         1: (True, 1),
@@ -177,12 +183,8 @@ def _interest(original: Decimal, raw: object, due: date, paid_on: date) -> Decim
 
 
 def _abatement(original: Decimal, raw: object) -> Decimal:
-    term = _term(raw, "abatimento")
-    if term is None:
-        return Decimal(0)
-    modality = _modality(term, "abatimento", 2)
-    value = _value(term.get("valorPerc"), "abatimento.valorPerc")
-    return _cents(value if modality == 1 else original * value / HUNDRED)
+    abatement = _valued(raw, "abatimento", 2)
+    return Decimal(0) if abatement is None else _reais_or_percent(*abatement, original)
 
 
 def _discount(original: Decimal, raw: object, due: date, paid_on: date) -> Decimal:
@@ -194,7 +196,7 @@ def _discount(original: Decimal, raw: object, due: date, paid_on: date) -> Decim
         value = _fixed_date_discount(term.get("descontoDataFixa"), paid_on)
         if value is None:
             return Decimal(0)
-        return _cents(value if modality == 1 else original * value / HUNDRED)
+        return _reais_or_percent(modality, value, original)
     value = _value(term.get("valorPerc"), "desconto.valorPerc")
     calendar = modality in (3, 5)
     days = max(0, (due - paid_on).days) if calendar else _weekdays_between(paid_on, due)

@@ -44,6 +44,22 @@ class QrCodeChargeQueries:
 
     _api: ApiTransport
 
+    def _list(
+        self,
+        path: str,
+        wrapper: str,
+        inicio: datetime,
+        fim: datetime,
+        page_size: int,
+        status: str | None,
+        cpf: str | None,
+        cnpj: str | None,
+        **more: str | None,
+    ) -> Iterator[dict[str, Any]]:
+        """``GET {path}`` over [inicio, fim], every page, with the BCB's common filters."""
+        filters = {**more, "status": status, "cpf": cpf, "cnpj": cnpj}
+        return walk_pages(self._api, path, wrapper, window(inicio, fim, page_size, filters))
+
     # -- Immediate and due-date charges ------------------------------------------------
 
     def get_cob(self, txid: str) -> dict[str, Any]:
@@ -59,8 +75,7 @@ class QrCodeChargeQueries:
         cpf: str | None = None,
         cnpj: str | None = None,
     ) -> Iterator[dict[str, Any]]:
-        params = window(inicio, fim, page_size, {"status": status, "cpf": cpf, "cnpj": cnpj})
-        return walk_pages(self._api, "/cob", "cobs", params)
+        return self._list("/cob", "cobs", inicio, fim, page_size, status, cpf, cnpj)
 
     def get_cobv(self, txid: str) -> dict[str, Any]:
         return self._api.get_json("/cobv/" + _path_id(txid, _TXID_RE, "txid"))
@@ -75,8 +90,7 @@ class QrCodeChargeQueries:
         cpf: str | None = None,
         cnpj: str | None = None,
     ) -> Iterator[dict[str, Any]]:
-        params = window(inicio, fim, page_size, {"status": status, "cpf": cpf, "cnpj": cnpj})
-        return walk_pages(self._api, "/cobv", "cobs", params)
+        return self._list("/cobv", "cobs", inicio, fim, page_size, status, cpf, cnpj)
 
     # -- Pix Automático ----------------------------------------------------------------
 
@@ -93,8 +107,7 @@ class QrCodeChargeQueries:
         cpf: str | None = None,
         cnpj: str | None = None,
     ) -> Iterator[dict[str, Any]]:
-        params = window(inicio, fim, page_size, {"status": status, "cpf": cpf, "cnpj": cnpj})
-        return walk_pages(self._api, "/rec", "recs", params)
+        return self._list("/rec", "recs", inicio, fim, page_size, status, cpf, cnpj)
 
     def get_cobr(self, txid: str) -> dict[str, Any]:
         return self._api.get_json("/cobr/" + _path_id(txid, _TXID_RE, "txid"))
@@ -110,9 +123,7 @@ class QrCodeChargeQueries:
         cpf: str | None = None,
         cnpj: str | None = None,
     ) -> Iterator[dict[str, Any]]:
-        filters = {"idRec": id_rec, "status": status, "cpf": cpf, "cnpj": cnpj}
-        params = window(inicio, fim, page_size, filters)
-        return walk_pages(self._api, "/cobr", "cobsr", params)
+        return self._list("/cobr", "cobsr", inicio, fim, page_size, status, cpf, cnpj, idRec=id_rec)
 
     # -- Webhook registration ------------------------------------------------------------
 
