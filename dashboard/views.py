@@ -25,19 +25,21 @@ from dashboard.queries import (
     remaining_case_states,
     verdict_of,
 )
-from reconcile.cases import case_events
+from reconcile.actions import suggested_action
+from reconcile.cases import add_lifecycle, case_events, case_rows
 from reconcile.formats import brl
 from reconcile.masking import SENSITIVE_KEYS, mask_text, mask_value
-from reconcile.models import ExceptionCase, InboxItem, ReconciliationItem, StatementEntry
+from reconcile.models import CaseState, ExceptionCase, InboxItem, ReconciliationItem, StatementEntry
 from reconcile.queries import deliveries_of, inbox_item_view, items_by_ref
-from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, utcnow
+from reconcile.references import add_references
+from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, business_today, utcnow
 
 # Fields of a payload that may hold a person's data beyond the ones the logs mask.
 MORE_SENSITIVE = frozenset({"email", "telefone", "phone", "number", "infopagador"})
 
 
 def today() -> date:
-    return utcnow().astimezone(BUSINESS_TZ).date()
+    return business_today()
 
 
 def default_day(session: Session) -> date:
@@ -73,6 +75,18 @@ def day_page(session: Session, reports: Reports, day: date) -> dict[str, Any]:
 
 def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[str, Any]:
     rows, total = list_cases(session, query, page_size)
+    for row in rows:
+        row["date"] = row["business_date"].isoformat()
+        row["action"] = suggested_action(
+            row["subject"],
+            row["status"],
+            row["expected_cents"],
+            row["actual_cents"],
+            row["refund_by"],
+        )
+    # Ages count to today here: this is the work queue, not a day's report.
+    add_lifecycle(session, rows, as_of=business_today())
+    add_references(session, rows)
     pages = max(1, -(-total // page_size))
     return {
         "query": query,
@@ -152,11 +166,13 @@ def case_page(session: Session, reports: Reports, case_id: int) -> dict[str, Any
         if verdict is not None and verdict.statement_entry_id is not None
         else None
     )
+    described = case_rows(session, case_ids=[case_id], states=tuple(CaseState), as_of=today())
     return {
         "case": case,
         "run": run,
         "verdict": verdict,
         "entry": entry,
+        "described": described[0] if described else None,
         "events": case_events(session, case_id),
         "items": [
             {

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from reconcile.formats import br_date, brl, sp_time
@@ -27,9 +28,18 @@ VERDICT_WORDS = {
         "[bold yellow]reconciled with pending items[/]: everything agrees except items "
         "still inside their grace period (listed with the time each becomes a break)"
     ),
-    "breaks": "[bold red]breaks[/]: exceptions remain (below)",
+    "breaks": "[bold red]breaks[/]: exceptions remain (above)",
     "incomplete": "[bold red]incomplete[/]: a source could not be read, nothing is claimed",
 }
+
+
+def human_table(*headers: str, title: str | None = None) -> Table:
+    """A table that wraps rather than truncates: an endToEndId or an amount cut to ``…``
+    is information lost, so every column folds at narrow widths."""
+    table = Table(title=title, title_justify="left")
+    for header in headers:
+        table.add_column(header, overflow="fold")
+    return table
 
 
 def _counts(report: dict[str, Any]) -> list[Table]:
@@ -41,45 +51,56 @@ def _counts(report: dict[str, Any]) -> list[Table]:
         ("infractions", "infractions"),
         ("statement lines", "statement"),
     ):
+        # ``duplicate`` counts deliveries, not money: it has its own section.
         counts = {k: v for k, v in report.get(key, {}).items() if k != "duplicate"}
         if counts:
-            table = Table(title, "n")
+            table = human_table(title, "n")
             for name, n in sorted(counts.items()):
-                table.add_row(name, str(n))
+                table.add_row(name, count(n))
             tables.append(table)
     return tables
 
 
+def count(n: int) -> str:
+    """``1.234``: the Brazilian thousands separator."""
+    return f"{n:,}".replace(",", ".")
+
+
 def _bridge(report: dict[str, Any]) -> Table:
     bridge = report["bridge"]
-    table = Table(
-        "",
-        "webhook",
-        "API",
-        "statement",
-        "carried",
-        "difference",
-        title="From the opening to the closing balance",
-    )
-    table.add_row("opening balance", "", "", brl(bridge["opening_cents"]), "", "")
-    for row in bridge["categories"]:
+    rows = bridge["categories"]
+    carried = [row["carried_in_cents"] - row["carried_out_cents"] for row in rows]
+    # Columns with nothing to say are left out, so the table fits 80 columns.
+    show_carried = any(carried)
+    show_difference = any(row["difference_cents"] for row in rows)
+    headers = ["", "webhook", "API", "statement"]
+    headers += ["carried"] * show_carried + ["difference"] * show_difference
+    table = human_table(*headers, title="From the opening to the closing balance")
+    blank = [""] * (len(headers) - 4)
+
+    def line(label: str, statement: str) -> None:
+        table.add_row(label, "", "", statement, *blank)
+
+    line("opening balance", brl(bridge["opening_cents"]))
+    for row, moved in zip(rows, carried, strict=True):
         sign = {1: "+ ", -1: "- ", 0: "? "}[row["sign"]]
-        carried = row["carried_in_cents"] - row["carried_out_cents"]
+        extra = [brl(moved) if moved else ""] * show_carried
+        if show_difference:
+            extra.append(brl(row["difference_cents"]) if row["difference_cents"] else "")
         table.add_row(
             sign + row["label"],
             brl(row["webhook_cents"]),
             brl(row["api_cents"]),
             brl(row["statement_cents"]),
-            brl(carried) if carried else "",
-            brl(row["difference_cents"]) if row["difference_cents"] else "",
+            *extra,
         )
-    table.add_row("closing balance", "", "", brl(bridge["closing_cents"]), "", "")
-    table.add_row("[bold]unexplained residual[/]", "", "", brl(bridge["residual_cents"]), "", "")
+    line("closing balance", brl(bridge["closing_cents"]))
+    line("[bold]unexplained residual[/]", brl(bridge["residual_cents"]))
     return table
 
 
 def _med(med: dict[str, Any]) -> Table:
-    table = Table(
+    table = human_table(
         "case",
         "state",
         "amount",
@@ -104,6 +125,105 @@ def _med(med: dict[str, Any]) -> Table:
     return table
 
 
+def deliveries_table(deliveries: dict[str, int]) -> Table:
+    """How the day's movements arrived: facts about webhooks, apart from money."""
+    table = human_table("deliveries", "n", title="Deliveries (no effect on money)")
+    for key, label in (
+        ("by_webhook", "notified by webhook"),
+        ("found_only_by_polling", "found only by polling"),
+        ("only_in_statement", "only in the statement"),
+        ("duplicate_webhooks", "duplicate webhooks counted"),
+    ):
+        table.add_row(label, count(deliveries.get(key, 0)))
+    return table
+
+
+def _references(case: dict[str, Any]) -> list[str]:
+    refs = []
+    if case.get("end_to_end_id") and case["end_to_end_id"] != case["ref"]:
+        refs.append(f"endToEndId {case['end_to_end_id']}")
+    if case.get("txid") and case["txid"] not in case["ref"]:
+        refs.append(f"txid {case['txid']}")
+    payer = " ".join(p for p in (case.get("payer_document"), case.get("payer_name")) if p)
+    if payer:
+        refs.append(f"payer {payer}")
+    if case.get("payer_request"):
+        refs.append(f"“{case['payer_request']}”")
+    return [escape(ref) for ref in refs]
+
+
+def _age(case: dict[str, Any]) -> str:
+    days = case.get("age_days") or 0
+    return f"{case['lifecycle']}" + (f", {days} d" if days else "")
+
+
+EXCEPTION_COLUMNS_WIDE = (
+    ("case", "case_id"),
+    ("date", "date"),
+    ("subject", "subject"),
+    ("ref", "ref"),
+    ("status", "status"),
+    ("state", "state"),
+    ("lifecycle", "lifecycle"),
+    ("since", "first_seen"),
+    ("age", "age_days"),
+    ("priority", "priority"),
+    ("expected", "expected_cents"),
+    ("actual", "actual_cents"),
+    ("differs", "differs"),
+    ("refund by", "refund_by"),
+    ("txid", "txid"),
+    ("endToEndId", "end_to_end_id"),
+    ("payer doc", "payer_document"),
+    ("payer", "payer_name"),
+    ("payer info", "payer_request"),
+    ("why", "reason"),
+    ("what to do", "action"),
+    ("note", "note"),
+)
+
+
+def _cell(key: str, value: Any) -> str:
+    if key.endswith("_cents"):
+        return brl(value)
+    if key in ("date", "first_seen", "refund_by"):
+        return br_date(value) if value else ""
+    return "" if value is None else escape(str(value))
+
+
+def exceptions_table(
+    cases: list[dict[str, Any]], *, wide: bool = False, title: str = "Exceptions"
+) -> Table:
+    """Each exception with how much, why, what to do and the references a person knows
+    it by. Narrow (the default) fits 80 columns by stacking these in three columns;
+    ``wide`` gives every field its own column."""
+    if wide:
+        table = human_table(*(header for header, _ in EXCEPTION_COLUMNS_WIDE), title=title)
+        for case in cases:
+            table.add_row(*(_cell(key, case.get(key)) for _, key in EXCEPTION_COLUMNS_WIDE))
+        return table
+    table = human_table("case", "exception", "amounts", title=title)
+    for case in cases:
+        urgent = " [bold red]![/]" if case.get("priority") == 1 else ""
+        about = [
+            f"[bold]{case['status']}[/] ({case['state']}) · {case['subject']} "
+            f"{escape(case['ref'])} · {br_date(case['date'])}",
+            *_references(case),
+            f"why: {escape(case['reason'] or '')}",
+            f"[bold]→ {escape(case['action'])}[/]",
+        ]
+        if case.get("refund_by"):
+            about.append(f"refund by {br_date(case['refund_by'])}")
+        if case.get("note"):
+            about.append(f"note: {escape(case['note'])}")
+        table.add_row(
+            f"{case['case_id']}{urgent}\n{_age(case)}",
+            "\n".join(about),
+            f"expected\n{brl(case['expected_cents'])}\nactual\n{brl(case['actual_cents'])}",
+        )
+    return table
+
+
 def print_report(result: NightlyResult, console: Console) -> None:
     report = result.report
     console.print(
@@ -115,18 +235,17 @@ def print_report(result: NightlyResult, console: Console) -> None:
     med = report["med"]
     if med["cases"]:
         console.print(_med(med))
-    duplicates = report["counts"].get("duplicate", 0)
-    if duplicates:
-        console.print(f"Deliveries: {duplicates} duplicate webhooks counted (no effect).")
     if report["pending"]:
-        table = Table("subject", "ref", "amount", "becomes a break at", "why", title="Pending")
+        table = human_table(
+            "subject", "ref", "amount", "becomes a break at", "why", title="Pending"
+        )
         for item in report["pending"]:
             table.add_row(
                 item["subject"],
-                item["ref"],
+                escape(item["ref"]),
                 brl(item["amount_cents"]),
                 sp_time(item["due_at"]) if item["due_at"] else "when the provider answers",
-                item["reason"],
+                escape(item["reason"]),
             )
         console.print(table)
     for direction, title in (
@@ -134,25 +253,15 @@ def print_report(result: NightlyResult, console: Console) -> None:
         ("carried_out", "Carried out to the next day"),
     ):
         if report[direction]:
-            table = Table("subject", "ref", "amount", title=title)
+            table = human_table("subject", "ref", "amount", title=title)
             for item in report[direction]:
-                table.add_row(item["subject"], item["ref"], brl(item["amount_cents"]))
+                table.add_row(item["subject"], escape(item["ref"]), brl(item["amount_cents"]))
             console.print(table)
     if report["exceptions"]:
-        table = Table("case", "what", "status", "expected", "actual", "why", title="Exceptions")
-        for case in report["exceptions"]:
-            why = f"{case['reason']}\n[bold]→ {case['action']}[/]"
-            table.add_row(
-                f"{case['case_id']}" + (" !" if case.get("priority") == 1 else ""),
-                f"{case['subject']} {case['ref']}",
-                f"{case['status']} ({case['state']})",
-                brl(case["expected_cents"]),
-                brl(case["actual_cents"]),
-                why,
-            )
-        console.print(table)
+        console.print(exceptions_table(report["exceptions"]))
+    console.print(deliveries_table(report.get("deliveries", {})))
     for reason in report["incomplete_because"]:
-        console.print(f"[red]not read:[/] {reason}")
+        console.print(f"[red]not read:[/] {escape(reason)}")
     console.print(f"{VERDICT_WORDS[report['verdict']]} (exit code {result.exit_code})")
 
 

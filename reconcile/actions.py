@@ -52,7 +52,9 @@ def suggested_action(
         return "check the payout's status with the provider before paying again"
     if subject == "movement":
         if status == "unconfirmed_webhook":
-            return f"do not deliver: the provider does not know this payment of {brl(expected)}"
+            # Only the notification names an amount; the API stands behind none.
+            notified = actual if actual is not None else expected
+            return f"do not deliver: the provider does not know this payment of {brl(notified)}"
         if status == "missing_webhook":
             return (
                 f"a payment of {brl(actual)} nobody notified: match it to an order, or "

@@ -7,14 +7,18 @@ the command line and the dashboard leave the same audit trail whoever calls it."
 from __future__ import annotations
 
 import getpass
+from collections.abc import Iterable
 from datetime import date
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from reconcile.models import CaseEvent, CaseState, ExceptionCase
-from reconcile.timeutil import as_utc, utcnow
+from reconcile.actions import differs, suggested_action
+from reconcile.db import table_of
+from reconcile.models import CaseEvent, CaseState, ExceptionCase, ReconciliationItem
+from reconcile.references import REFERENCE_FIELDS, add_references
+from reconcile.timeutil import utcnow
 
 # What a person may set; ``cleared`` is the runs' word alone.
 SETTABLE = (CaseState.OPEN, CaseState.ACKNOWLEDGED, CaseState.RESOLVED)
@@ -25,6 +29,15 @@ ACTIONS = {
 }
 NOTE_MAX_LENGTH = 2000
 ACTOR_MAX_LENGTH = 100
+
+
+# How a case stands across business days. ``new``: no earlier day had it; ``persisting``:
+# an earlier day's run found the same subject and reference too (and that case was not
+# cleared by a later run of its day); ``resolved``: a person resolved it, or a later run of
+# its day no longer finds it. Judged from business days, never from runs or the clock, so
+# re-running a day, today or next month, gives the same word.
+LIFECYCLE_NEW, LIFECYCLE_PERSISTING, LIFECYCLE_RESOLVED = "new", "persisting", "resolved"
+CHUNK = 500
 
 
 class CaseNotFound(LookupError):
@@ -45,29 +58,154 @@ def command_line_actor() -> str:
     return f"cli:{user}"[:ACTOR_MAX_LENGTH]
 
 
-def list_cases(
+def first_seen(
+    session: Session, day: date, keys: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], date]:
+    """The earliest business day before ``day`` whose run raised a case about each
+    ``(subject, ref)``; absent when none did."""
+    cases = table_of(ExceptionCase)
+    wanted = sorted(set(keys))
+    found: dict[tuple[str, str], date] = {}
+    for start in range(0, len(wanted), CHUNK):
+        chunk = wanted[start : start + CHUNK]
+        stmt = (
+            select(cases.c.subject, cases.c.ref, func.min(cases.c.business_date))
+            .where(
+                cases.c.business_date < day,
+                cases.c.state != CaseState.CLEARED.value,
+                cases.c.ref.in_({ref for _, ref in chunk}),
+            )
+            .group_by(cases.c.subject, cases.c.ref)
+        )
+        asked = set(chunk)
+        for subject, ref, earliest in session.execute(stmt):
+            if (subject, ref) in asked:
+                found[(subject, ref)] = earliest
+    return found
+
+
+def lifecycle_of(state: str, earlier: date | None) -> str:
+    if state in (CaseState.RESOLVED.value, CaseState.CLEARED.value):
+        return LIFECYCLE_RESOLVED
+    return LIFECYCLE_PERSISTING if earlier is not None else LIFECYCLE_NEW
+
+
+def add_lifecycle(
+    session: Session, rows: list[dict[str, Any]], *, as_of: date | None = None
+) -> None:
+    """Fill ``lifecycle``, ``first_seen`` (ISO date) and ``age_days`` of case rows (keys
+    ``date``, ``subject``, ``ref``, ``state``). Age counts business days' dates from the
+    first day the problem was seen to ``as_of`` — the row's own day unless given, so a
+    day's report reads the same whenever it is asked."""
+    by_day: dict[date, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_day.setdefault(date.fromisoformat(row["date"]), []).append(row)
+    for day, group in by_day.items():
+        earlier = first_seen(session, day, ((r["subject"], r["ref"]) for r in group))
+        for row in group:
+            since = earlier.get((row["subject"], row["ref"]))
+            seen = since or day
+            row["lifecycle"] = lifecycle_of(row["state"], since)
+            row["first_seen"] = seen.isoformat()
+            row["age_days"] = ((as_of or day) - seen).days
+
+
+# What every listing of cases says of each (the report's exceptions, ``pixrecon
+# exceptions``, the exports), in this order.
+EXCEPTION_FIELDS = (
+    "case_id",
+    "date",
+    "subject",
+    "ref",
+    "status",
+    "state",
+    "lifecycle",
+    "first_seen",
+    "age_days",
+    "priority",
+    "reason",
+    "expected_cents",
+    "actual_cents",
+    "differs",
+    "refund_by",
+    "action",
+    *REFERENCE_FIELDS,
+    "note",
+)
+
+
+def case_rows(
     session: Session,
     *,
     day: date | None = None,
     states: tuple[CaseState, ...] = CaseState.remaining(),
+    as_of: date | None = None,
+    by_priority: bool = False,
+    case_ids: list[int] | None = None,
 ) -> list[dict[str, Any]]:
-    stmt = select(ExceptionCase).where(col(ExceptionCase.state).in_(states))
+    """Cases with what their latest run said of them (amounts, reason, priority), what to
+    do, the references a person knows them by and their lifecycle. Ages count to
+    ``as_of``, else to each case's own day."""
+    cases, items = table_of(ExceptionCase), table_of(ReconciliationItem)
+    stmt = (
+        select(
+            cases.c.id,
+            cases.c.business_date,
+            cases.c.subject,
+            cases.c.ref,
+            cases.c.status,
+            cases.c.state,
+            cases.c.note,
+            items.c.reason,
+            items.c.expected_cents,
+            items.c.actual_cents,
+            items.c.priority,
+            items.c.refund_by,
+            items.c.statement_entry_id,
+        )
+        # The case's latest run keeps its verdicts (earlier runs' are pruned); a case that
+        # run cleared may have lost them, and then says less.
+        .outerjoin(
+            items,
+            (items.c.run_id == cases.c.last_seen_run_id)
+            & (items.c.subject == cases.c.subject)
+            & (items.c.ref == cases.c.ref),
+        )
+        .where(cases.c.state.in_([state.value for state in states]))
+    )
     if day is not None:
-        stmt = stmt.where(col(ExceptionCase.business_date) == day)
-    stmt = stmt.order_by(col(ExceptionCase.business_date), col(ExceptionCase.id))
-    return [
+        stmt = stmt.where(cases.c.business_date == day)
+    if case_ids is not None:
+        stmt = stmt.where(cases.c.id.in_(case_ids))
+    if by_priority:
+        stmt = stmt.order_by(items.c.priority, cases.c.subject, cases.c.ref)
+    else:
+        stmt = stmt.order_by(cases.c.business_date, cases.c.id)
+    rows = [
         {
-            "id": case.id,
-            "date": case.business_date.isoformat(),
-            "subject": case.subject,
-            "ref": case.ref,
-            "status": case.status,
-            "state": case.state,
-            "note": case.note,
-            "updated_at": as_utc(case.updated_at).isoformat(),
+            "case_id": row.id,
+            "date": row.business_date.isoformat(),
+            "subject": row.subject,
+            "ref": row.ref,
+            "status": row.status,
+            "state": row.state,
+            "priority": row.priority,
+            "reason": row.reason,
+            "expected_cents": row.expected_cents,
+            "actual_cents": row.actual_cents,
+            "differs": differs(row.status),
+            "refund_by": row.refund_by.isoformat() if row.refund_by is not None else None,
+            "action": suggested_action(
+                row.subject, row.status, row.expected_cents, row.actual_cents, row.refund_by
+            ),
+            "note": row.note,
+            "statement_entry_id": row.statement_entry_id,
         }
-        for case in session.execute(stmt).scalars()
+        for row in session.execute(stmt)
     ]
+    add_lifecycle(session, rows, as_of=as_of)
+    add_references(session, rows)
+    return [{name: row[name] for name in EXCEPTION_FIELDS} for row in rows]
 
 
 def set_state(

@@ -351,6 +351,15 @@ class ExpectedPaymentBase(SQLModel):
         sa_type=BigInteger,
         description="cobv: what was due on the day it was paid (terms applied)",
     )
+    payer_request: str | None = Field(
+        default=None, sa_type=Text, description="solicitacaoPagador: what the payer was shown"
+    )
+    debtor_document: str | None = Field(
+        default=None, max_length=14, description="devedor's CPF or CNPJ (personal data)"
+    )
+    debtor_name: str | None = Field(
+        default=None, max_length=200, description="devedor's name (personal data)"
+    )
 
 
 class ExpectedPayment(ExpectedPaymentBase, LatestState, table=True):

@@ -14,7 +14,9 @@ from typing import Any
 from sqlalchemy import Engine, case, delete, func, literal, select, text, update
 from sqlmodel import Session, col
 
-from reconcile.actions import differs, suggested_action
+# The report's exceptions are the cases' rows: one column list for every listing.
+from reconcile.cases import EXCEPTION_FIELDS as EXCEPTION_FIELDS
+from reconcile.cases import case_rows
 from reconcile.db import dialect_of, insert_for, session_scope, table_of
 from reconcile.matching.amount_due import flag_disagreeing_components, record_amounts_due
 from reconcile.matching.automatico import judge_missed_cycles, judge_recurring_charges
@@ -57,21 +59,6 @@ MATCHERS: list[tuple[str, Callable[[Session, RunContext], None]]] = [
     ("statement lines", match_statement_lines),
 ]
 REMAINING = tuple(state.value for state in CaseState.remaining())
-# What the report says of each open exception, in this order (the CSV export's columns).
-EXCEPTION_FIELDS = (
-    "case_id",
-    "subject",
-    "ref",
-    "status",
-    "state",
-    "reason",
-    "expected_cents",
-    "actual_cents",
-    "priority",
-    "refund_by",
-    "differs",
-    "action",
-)
 
 
 @dataclass(frozen=True)
@@ -120,6 +107,25 @@ def _duplicates(session: Session, ctx: RunContext) -> int:
         .where(items.c.run_id == ctx.run_id, items.c.subject == "movement")
     ).scalar_one()
     return int(value or 0)
+
+
+def _deliveries(session: Session, ctx: RunContext, duplicates: int) -> dict[str, int]:
+    """How the day's Pix received and refunds reached pixrecon: by webhook, only by
+    polling, only in the statement; and repeated webhooks. Delivery facts, not money."""
+    items = table_of(ReconciliationItem)
+    by_source = dict(
+        session.execute(
+            select(items.c.source, func.count())
+            .where(items.c.run_id == ctx.run_id, items.c.subject == "movement")
+            .group_by(items.c.source)
+        ).all()
+    )
+    return {
+        "by_webhook": int(by_source.get("webhook", 0)) + int(by_source.get("both", 0)),
+        "found_only_by_polling": int(by_source.get("poll", 0)),
+        "only_in_statement": int(by_source.get("statement", 0)),
+        "duplicate_webhooks": duplicates,
+    }
 
 
 def _sync_cases(session: Session, ctx: RunContext) -> None:
@@ -172,45 +178,6 @@ def _sync_cases(session: Session, ctx: RunContext) -> None:
         )
         .values(state=CaseState.CLEARED.value, updated_at=ctx.now)
     )
-
-
-def _open_exceptions(session: Session, day: date, run_id: int) -> list[dict[str, Any]]:
-    cases, items = table_of(ExceptionCase), table_of(ReconciliationItem)
-    rows = session.execute(
-        select(
-            cases.c.id,
-            cases.c.subject,
-            cases.c.ref,
-            cases.c.status,
-            cases.c.state,
-            items.c.reason,
-            items.c.expected_cents,
-            items.c.actual_cents,
-            items.c.priority,
-            items.c.refund_by,
-        )
-        .join(
-            items,
-            (items.c.run_id == run_id)
-            & (items.c.subject == cases.c.subject)
-            & (items.c.ref == cases.c.ref)
-            & (items.c.status == cases.c.status),
-        )
-        .where(cases.c.business_date == day, cases.c.state.in_(REMAINING))
-        .order_by(items.c.priority, cases.c.subject, cases.c.ref)
-    ).all()
-    names = EXCEPTION_FIELDS[:-3]
-    return [
-        {
-            **dict(zip(names, row[:-1], strict=True)),
-            "refund_by": row.refund_by.isoformat() if row.refund_by is not None else None,
-            "differs": differs(row.status),
-            "action": suggested_action(
-                row.subject, row.status, row.expected_cents, row.actual_cents, row.refund_by
-            ),
-        }
-        for row in rows
-    ]
 
 
 def _totals(bridge: dict[str, Any]) -> dict[str, Any]:
@@ -291,7 +258,7 @@ def reconcile_day(
             drift = balance_drift(session, ctx)
             bridge = day_bridge(session, ctx, drift)
             _sync_cases(session, ctx)
-            exceptions = _open_exceptions(session, day, run_id)
+            exceptions = case_rows(session, day=day, by_priority=True)
             counts = _counts(session, run_id)
             pending = pending_items(session, ctx)
             incomplete = incomplete_because(
@@ -303,7 +270,8 @@ def reconcile_day(
                 residual=bridge["residual_cents"],
                 pending=sum(c.get("pending", 0) for c in counts.values()),
             )
-            movements = {**counts["movement"], "duplicate": _duplicates(session, ctx)}
+            duplicates = _duplicates(session, ctx)
+            movements = {**counts["movement"], "duplicate": duplicates}
             report: dict[str, Any] = {
                 "date": day.isoformat(),
                 "run_id": run_id,
@@ -312,6 +280,7 @@ def reconcile_day(
                 "as_of": ctx.as_of.isoformat(),
                 "incomplete_because": incomplete,
                 "counts": movements,
+                "deliveries": _deliveries(session, ctx, duplicates),
                 "charges": counts["charge"],
                 "payouts": counts["payout"],
                 "infractions": counts["infraction"],

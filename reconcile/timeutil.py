@@ -12,6 +12,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def business_today() -> date:
+    """Today's date in São Paulo, where the business day is counted."""
+    return utcnow().astimezone(BUSINESS_TZ).date()
+
+
 def parse_timestamp(raw: object) -> datetime | None:
     """RFC 3339 with any offset → aware UTC; ``None`` when it cannot be read.
 

@@ -8,8 +8,8 @@ from datetime import date
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from pixrecon.commands.common import (
     FormatOption,
@@ -18,10 +18,13 @@ from pixrecon.commands.common import (
     database_or_exit,
     fail,
 )
-from reconcile.cases import CaseNotFound, NoteRequired, list_cases, set_state
+from pixrecon.report import exceptions_table
+from reconcile.cases import CaseNotFound, NoteRequired, case_rows, set_state
 from reconcile.db import session_scope
+from reconcile.formats import br_date
 from reconcile.models import CaseState
 from reconcile.settings import get_settings
+from reconcile.timeutil import business_today
 
 exceptions_app = typer.Typer(
     help="Open exceptions: list them, acknowledge or resolve them with a note.",
@@ -34,9 +37,14 @@ def exceptions(
     ctx: typer.Context,
     day: Annotated[str | None, typer.Option("--date", help="only this business day")] = None,
     everything: Annotated[bool, typer.Option("--all", help="include resolved and cleared")] = False,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="every field in its own column (wider than 80)")
+    ] = False,
     output: FormatOption = OutputFormat.table,
 ) -> None:
-    """List open (and acknowledged) exceptions."""
+    """List open (and acknowledged) exceptions: how much, why, what to do, the references
+    a person knows them by (txid, endToEndId, the payer masked) and how long they have
+    been seen (age in days, to today)."""
     if ctx.invoked_subcommand is not None:
         return
     try:
@@ -46,22 +54,20 @@ def exceptions(
     engine = database_or_exit(get_settings(), auto_upgrade=False)
     states = tuple(CaseState) if everything else CaseState.remaining()
     with session_scope(engine) as session:
-        rows = list_cases(session, day=business_day, states=states)
+        rows = case_rows(session, day=business_day, states=states, as_of=business_today())
     if output is OutputFormat.json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        # ``id`` as well as ``case_id``: scripts written against the first listing read it.
+        listed = [{"id": row["case_id"], **row} for row in rows]
+        sys.stdout.write(json.dumps(listed, indent=2) + "\n")
         return
-    table = Table("id", "date", "subject", "ref", "status", "state", "note")
-    for row in rows:
-        table.add_row(
-            str(row["id"]),
-            row["date"],
-            row["subject"],
-            row["ref"],
-            row["status"],
-            row["state"],
-            row["note"] or "",
-        )
-    console.print(table)
+    if not rows:
+        console.print("No exceptions" + (f" on {br_date(business_day)}." if business_day else "."))
+        return
+    if wide:
+        # As wide as the fields need: for a wide terminal, or a pager with -S.
+        Console(width=max(console.width, 5000)).print(exceptions_table(rows, wide=True))
+        return
+    console.print(exceptions_table(rows))
 
 
 def _set(case_id: int, state: CaseState, note: str | None) -> None:

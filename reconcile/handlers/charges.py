@@ -88,6 +88,7 @@ def handle_charge(session: Session, item: InboxItem) -> None:
     if kind not in CHARGE_KINDS:
         raise PermanentItemError(f"unknown charge kind: {kind!r}")
     charge = validate(Charge, payload.get("data"), f"{kind} charge")
+    debtor = charge.devedor
     upsert_latest(
         session,
         ExpectedPayment,
@@ -103,6 +104,9 @@ def handle_charge(session: Session, item: InboxItem) -> None:
             "due_date": charge.due_date(),
             "payable_until": charge.payable_until(),
             "terms": _terms_json(kind, charge, payload.get("data")),
+            "payer_request": charge.solicitacaoPagador,
+            "debtor_document": (debtor.cpf or debtor.cnpj) if debtor else None,
+            "debtor_name": debtor.nome if debtor else None,
             "rank": charge.revisao * 10 + STATUS_RANK.get(charge.status, 5),
             "inbox_item_id": item.id,
         },

@@ -12,6 +12,7 @@ from reconcile.inbox import NewItem
 from reconcile.models import ItemKind
 from reconcile.payloads import Amount, Tolerant
 from reconcile.payloads.items import new_item
+from reconcile.payloads.pix import Pagador
 from reconcile.payloads.tolerant import read_timestamp
 
 CHARGE_KINDS = ("cob", "cobv", "cobr")
@@ -46,6 +47,8 @@ class Charge(Tolerant):
     revisao: int = Field(default=0, ge=0, le=999_999)
     calendario: Calendario = Field(default_factory=Calendario)
     valor: Valor
+    solicitacaoPagador: str | None = Field(default=None, max_length=500)
+    devedor: Pagador | None = None
 
     def created_at(self) -> datetime | None:
         return read_timestamp(self.calendario.criacao)

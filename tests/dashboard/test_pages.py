@@ -5,6 +5,7 @@ personal data masked; the CSV holds the day's open exceptions; recent days are c
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import re
@@ -97,6 +98,12 @@ def _case_shows_what_decided_it_masked(client: Any, engine: Engine, report: dict
     for part in payer["nome"].split():
         assert part not in page.text
     assert payer["cpf"][-2:] in page.text  # masked, not dropped
+    shown = figures(page.text)
+    assert html.unescape(shown["case.action"]) == forged["action"]
+    assert shown["case.lifecycle"].startswith(forged["lifecycle"])
+    listed = html.unescape(client.get("/dashboard/exceptions").text)
+    for exception in report["exceptions"]:
+        assert exception["action"] in listed, "the list says what to do about each"
 
 
 def _csv_holds_the_open_exceptions(client: Any, day: PlayedDay, report: dict[str, Any]) -> None:

@@ -60,6 +60,8 @@ class DayBook:
         refunds: list[dict[str, Any]] | None = None,
         txid: str | None = None,
         components: dict[str, Any] | None = None,
+        payer: dict[str, str] | None = None,
+        info: str | None = None,
     ) -> str:
         raw: dict[str, Any] = {
             "endToEndId": e2e or e2e_id(),
@@ -72,6 +74,10 @@ class DayBook:
             raw["componentesValor"] = components
         if refunds:
             raw["devolucoes"] = refunds
+        if payer is not None:
+            raw["pagador"] = payer
+        if info is not None:
+            raw["infoPagador"] = info
         items = pix_items(PixItem.model_validate(raw), raw)
         if webhook:
             self._store(items, Source.WEBHOOK)

@@ -1,0 +1,190 @@
+"""The references a person recognises an exception by: the Pix's ``endToEndId`` and
+``txid``, the payer (masked), and what the charge told the payer (``solicitacaoPagador``)
+or what the payer wrote (``infoPagador``). A verdict's ``ref`` is whatever identifies its
+subject — a refund's ``rtrId``, a payout's idempotency key, a MED case id — which finance
+rarely has at hand; the bank statement and the customer's receipt show these instead.
+
+Looked up in bulk, a few queries a subject, because a bad day has tens of thousands of
+exceptions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import or_, select
+from sqlmodel import Session, col
+
+from reconcile.masking import mask_document, mask_name
+from reconcile.models import (
+    AccountMovement,
+    ExpectedPayment,
+    Infraction,
+    PixReceived,
+    PixRefund,
+    StatementEntry,
+)
+
+REFERENCE_FIELDS = ("txid", "end_to_end_id", "payer_document", "payer_name", "payer_request")
+# Well under SQLite's limit on bound parameters, and small enough for PostgreSQL's planner.
+CHUNK = 500
+
+
+def _chunks(values: Iterable[Any]) -> Iterator[list[Any]]:
+    unique = sorted({v for v in values if v is not None})
+    for start in range(0, len(unique), CHUNK):
+        yield unique[start : start + CHUNK]
+
+
+def _first(values: Sequence[str | None]) -> str | None:
+    return next((v for v in values if v), None)
+
+
+def add_references(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Fill ``REFERENCE_FIELDS`` of each exception row (keys ``subject``, ``ref`` and,
+    when the verdict had them, ``statement_entry_id``). Documents and names are masked:
+    these rows reach terminals, files and browsers."""
+    e2e: dict[int, str | None] = {}
+    txid: dict[int, str | None] = {}
+    for i, row in enumerate(rows):
+        subject, ref = row["subject"], row["ref"]
+        if subject == "movement" and ":" not in ref:
+            # A Pix's endToEndId, or a refund's rtrId (resolved to its Pix below).
+            e2e[i] = ref
+        elif subject == "movement":
+            e2e[i] = ref.split(":", 1)[0]
+        elif subject == "charge":
+            kind, _, key = ref.partition(":")
+            txid[i] = key if kind != "invoice" else None
+    _from_statement(session, rows, e2e, txid)
+    _from_refunds(session, rows, e2e)
+    _from_payouts(session, rows, e2e, txid)
+    _from_infractions(session, rows, e2e)
+    payers = _pix_by(session, e2e, txid)
+    for i, pix in payers.items():
+        txid[i] = txid.get(i) or _first([p.txid for p in pix])
+    charges = _charges_by(session, txid)
+    for i, row in enumerate(rows):
+        pix = payers.get(i, [])
+        charge = charges.get(txid.get(i) or "")
+        document = _first([p.payer_document for p in pix]) or (
+            charge.debtor_document if charge else None
+        )
+        name = _first([p.payer_name for p in pix]) or (charge.debtor_name if charge else None)
+        row["txid"] = txid.get(i)
+        row["end_to_end_id"] = ", ".join(p.end_to_end_id for p in pix) or e2e.get(i)
+        row["payer_document"] = mask_document(document) if document else None
+        row["payer_name"] = mask_name(name) if name else None
+        row["payer_request"] = (charge.payer_request if charge else None) or _first(
+            [p.info_pagador for p in pix]
+        )
+
+
+def _from_statement(
+    session: Session,
+    rows: list[dict[str, Any]],
+    e2e: dict[int, str | None],
+    txid: dict[int, str | None],
+) -> None:
+    wanted = {i: row.get("statement_entry_id") for i, row in enumerate(rows)}
+    found: dict[int, StatementEntry] = {}
+    for ids in _chunks(wanted.values()):
+        stmt = select(StatementEntry).where(col(StatementEntry.id).in_(ids))
+        found.update((entry.id, entry) for entry in session.execute(stmt).scalars())
+    for i, entry_id in wanted.items():
+        entry = found.get(entry_id) if entry_id is not None else None
+        if entry is None:
+            continue
+        if rows[i]["subject"] in ("statement", "infraction", "payout") or i not in e2e:
+            e2e[i] = e2e.get(i) or entry.original_end_to_end_id or entry.end_to_end_id
+        txid[i] = txid.get(i) or entry.txid
+
+
+def _from_refunds(session: Session, rows: list[dict[str, Any]], e2e: dict[int, str | None]) -> None:
+    """A refund's verdict names its ``rtrId``; the payer is the refunded Pix's."""
+    rtr = {i: ref for i, ref in e2e.items() if rows[i]["subject"] == "movement" and ref}
+    refunded: dict[str, str] = {}
+    for ids in _chunks(rtr.values()):
+        stmt = select(PixRefund.rtr_id, PixRefund.end_to_end_id).where(  # type: ignore[call-overload]
+            col(PixRefund.rtr_id).in_(ids)
+        )
+        refunded.update({r: pix for r, pix in session.execute(stmt)})
+    for i, ref in rtr.items():
+        if ref in refunded:
+            e2e[i] = refunded[ref]
+
+
+def _from_payouts(
+    session: Session,
+    rows: list[dict[str, Any]],
+    e2e: dict[int, str | None],
+    txid: dict[int, str | None],
+) -> None:
+    refs = {i: row["ref"] for i, row in enumerate(rows) if row["subject"] == "payout"}
+    found: dict[str, AccountMovement] = {}
+    for keys in _chunks(refs.values()):
+        stmt = select(AccountMovement).where(
+            or_(
+                col(AccountMovement.idempotency_key).in_(keys),
+                col(AccountMovement.reference).in_(keys),
+            )
+        )
+        for movement in session.execute(stmt).scalars():
+            for key in (movement.idempotency_key, movement.reference):
+                if key is not None:
+                    found.setdefault(key, movement)
+    for i, ref in refs.items():
+        movement = found.get(ref)
+        if movement is not None:
+            e2e[i] = movement.end_to_end_id or e2e.get(i)
+            txid[i] = movement.txid or txid.get(i)
+
+
+def _from_infractions(
+    session: Session, rows: list[dict[str, Any]], e2e: dict[int, str | None]
+) -> None:
+    refs = {i: row["ref"] for i, row in enumerate(rows) if row["subject"] == "infraction"}
+    disputed: dict[str, str | None] = {}
+    for keys in _chunks(refs.values()):
+        stmt = select(Infraction.infraction_id, Infraction.end_to_end_id).where(  # type: ignore[call-overload]
+            col(Infraction.infraction_id).in_(keys)
+        )
+        disputed.update({case_id: pix for case_id, pix in session.execute(stmt)})
+    for i, ref in refs.items():
+        e2e[i] = disputed.get(ref) or e2e.get(i)
+
+
+def _pix_by(
+    session: Session, e2e: dict[int, str | None], txid: dict[int, str | None]
+) -> dict[int, list[PixReceived]]:
+    """The received Pix each row is about: by endToEndId, else every Pix paying its txid
+    (a charge paid twice names both)."""
+    by_e2e: dict[str, PixReceived] = {}
+    for ids in _chunks(e2e.values()):
+        stmt = select(PixReceived).where(col(PixReceived.end_to_end_id).in_(ids))
+        by_e2e.update((p.end_to_end_id, p) for p in session.execute(stmt).scalars())
+    by_txid: dict[str, list[PixReceived]] = {}
+    for ids in _chunks(t for i, t in txid.items() if not e2e.get(i)):
+        stmt = (
+            select(PixReceived)
+            .where(col(PixReceived.txid).in_(ids))
+            .order_by(col(PixReceived.horario), col(PixReceived.end_to_end_id))
+        )
+        for pix in session.execute(stmt).scalars():
+            by_txid.setdefault(pix.txid or "", []).append(pix)
+    found: dict[int, list[PixReceived]] = {}
+    for i in set(e2e) | set(txid):
+        ref = e2e.get(i)
+        if ref and ref in by_e2e:
+            found[i] = [by_e2e[ref]]
+        elif not ref and txid.get(i):
+            found[i] = by_txid.get(txid[i] or "", [])
+    return found
+
+
+def _charges_by(session: Session, txid: dict[int, str | None]) -> dict[str, ExpectedPayment]:
+    found: dict[str, ExpectedPayment] = {}
+    for ids in _chunks(txid.values()):
+        stmt = select(ExpectedPayment).where(col(ExpectedPayment.txid).in_(ids))
+        found.update((c.txid, c) for c in session.execute(stmt).scalars() if c.txid)
+    return found

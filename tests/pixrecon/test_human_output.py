@@ -1,0 +1,92 @@
+"""What people read: Brazilian money and dates, 80 columns without losing a reference,
+every field with ``--wide``, and delivery facts apart from money."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+from pathlib import Path
+
+from rich.console import Console
+from sqlalchemy import Engine
+
+from pixrecon.report import print_report
+from reconcile.nightly import NightlyResult, reconcile_day
+from reconcile.timeutil import business_day_bounds
+from tests.cli_support import clean_env, run_pixrecon
+from tests.reconcile.day_book import DayBook
+
+DAY = date(2026, 3, 10)
+TXID = "cobpedido4711overpaid000000001"
+MONEY = re.compile(r"R\$ \d{1,3}(\.\d{3})*,\d{2}")
+
+
+def _day(engine: Engine) -> tuple[NightlyResult, str]:
+    book = DayBook(engine, DAY)
+    book.charge(
+        "cob",
+        TXID,
+        123_450,
+        "08:00",
+        expiracao=86_400,
+        extra={"solicitacaoPagador": "Pedido 4711"},
+    )
+    e2e = book.pix(123_950, "09:00", txid=TXID, payer={"cpf": "12345678901", "nome": "Ana Lima"})
+    book.pix(2_000, "09:30")
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 123_950, "09:00", credit=True, endToEndId=e2e)
+    book.line("OTHER", 777, "10:00", credit=True)
+    result = reconcile_day(engine, DAY, now=business_day_bounds(DAY)[1] + timedelta(hours=2))
+    return result, e2e
+
+
+def _fits(text: str, width: int = 80) -> None:
+    assert "…" not in text, "nothing is truncated"
+    too_long = [line for line in text.splitlines() if len(line.rstrip()) > width]
+    assert not too_long, too_long
+
+
+def test_the_report_fits_80_columns_in_brazilian_conventions(engine: Engine) -> None:
+    result, _e2e = _day(engine)
+    console = Console(width=80, record=True, color_system=None)
+    print_report(result, console)
+    text = console.export_text()
+    _fits(text)
+    assert "Reconciliation of 10/03/2026" in text
+    assert "R$ 1.234,50" in text
+    assert "R$ 1.239,50" in text
+    assert not re.search(r"\d+\.\d{2}\b(?!\d)", text.replace("R$", "")), "no dot decimals"
+    assert "refund R$ 5,00 of the overpaid R$ 1.239,50" in text
+    assert TXID in text
+    assert "Pedido 4711" in text
+    # Money first; how deliveries arrived in their own section.
+    money, _, deliveries = text.partition("Deliveries (no effect on money)")
+    assert deliveries
+    assert "duplicate webhooks counted" in deliveries
+    assert "found only by polling" in deliveries
+    assert "duplicate" not in money.split("Exceptions")[0]
+
+
+def test_exceptions_at_80_columns_and_wide(
+    engine: Engine, database_url: str, tmp_path: Path
+) -> None:
+    result, e2e = _day(engine)
+    env = clean_env(database_url=database_url) | {"COLUMNS": "80"}
+    shown = run_pixrecon("exceptions", "--date", DAY.isoformat(), cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    _fits(shown.stdout)
+    assert TXID in shown.stdout
+    assert e2e in shown.stdout
+    assert MONEY.search(shown.stdout)
+    assert "*********01" in shown.stdout
+    assert "12345678901" not in shown.stdout
+    assert "10/03/2026" in shown.stdout
+    wide = run_pixrecon("exceptions", "--date", DAY.isoformat(), "--wide", cwd=tmp_path, env=env)
+    assert wide.returncode == 0, wide.stderr
+    header = next(line for line in wide.stdout.splitlines() if "endToEndId" in line)
+    for column in ("case", "lifecycle", "expected", "actual", "txid", "payer info", "what to do"):
+        assert column in header
+    row = next(line for line in wide.stdout.splitlines() if TXID in line and "refund" in line)
+    assert "R$ 1.234,50" in row
+    assert "Pedido 4711" in row
+    assert len(result.report["exceptions"]) == 3
