@@ -90,6 +90,15 @@ def lifecycle_of(state: str, earlier: date | None) -> str:
     return LIFECYCLE_PERSISTING if earlier is not None else LIFECYCLE_NEW
 
 
+def _lifecycle(state: str, day: date, earlier: date | None, as_of: date | None) -> dict[str, Any]:
+    seen = earlier or day
+    return {
+        "lifecycle": lifecycle_of(state, earlier),
+        "first_seen": seen.isoformat(),
+        "age_days": ((as_of or day) - seen).days,
+    }
+
+
 def add_lifecycle(
     session: Session, rows: list[dict[str, Any]], *, as_of: date | None = None
 ) -> None:
@@ -104,10 +113,7 @@ def add_lifecycle(
         earlier = first_seen(session, day, ((r["subject"], r["ref"]) for r in group))
         for row in group:
             since = earlier.get((row["subject"], row["ref"]))
-            seen = since or day
-            row["lifecycle"] = lifecycle_of(row["state"], since)
-            row["first_seen"] = seen.isoformat()
-            row["age_days"] = ((as_of or day) - seen).days
+            row.update(_lifecycle(row["state"], day, since, as_of))
 
 
 # What every listing of cases says of each (the report's exceptions, ``pixrecon
@@ -147,8 +153,22 @@ def case_rows(
     do, the references a person knows them by and their lifecycle. Ages count to
     ``as_of``, else to each case's own day."""
     cases, items = table_of(ExceptionCase), table_of(ReconciliationItem)
+    earlier = cases.alias("earlier")
+    # One index probe a case (``ix_exception_case_subject_ref``), even for tens of
+    # thousands of cases in one report.
+    seen_before = (
+        select(func.min(earlier.c.business_date))
+        .where(
+            earlier.c.subject == cases.c.subject,
+            earlier.c.ref == cases.c.ref,
+            earlier.c.business_date < cases.c.business_date,
+            earlier.c.state != CaseState.CLEARED.value,
+        )
+        .scalar_subquery()
+    )
     stmt = (
         select(
+            seen_before.label("seen_before"),
             cases.c.id,
             cases.c.business_date,
             cases.c.subject,
@@ -200,10 +220,10 @@ def case_rows(
             ),
             "note": row.note,
             "statement_entry_id": row.statement_entry_id,
+            **_lifecycle(row.state, row.business_date, row.seen_before, as_of),
         }
         for row in session.execute(stmt)
     ]
-    add_lifecycle(session, rows, as_of=as_of)
     add_references(session, rows)
     return [{name: row[name] for name in EXCEPTION_FIELDS} for row in rows]
 

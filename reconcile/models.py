@@ -504,6 +504,8 @@ class ExceptionCase(SQLModel, table=True):
     __tablename__ = "exception_case"
     __table_args__ = (
         UniqueConstraint("business_date", "subject", "ref", "status", name="uq_exception_case"),
+        # The same problem on earlier days (a case's lifecycle, ``reconcile/cases.py``).
+        Index("ix_exception_case_subject_ref", "subject", "ref", "business_date"),
     )
 
     id: int | None = Field(default=None, primary_key=True, sa_type=IdType)

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import or_, select
-from sqlmodel import Session, col
+from sqlalchemy import Row, or_, select
+from sqlmodel import Session
 
+from reconcile.db import table_of
 from reconcile.masking import mask_document, mask_name
 from reconcile.models import (
     AccountMovement,
@@ -87,27 +88,28 @@ def _from_statement(
     txid: dict[int, str | None],
 ) -> None:
     wanted = {i: row.get("statement_entry_id") for i, row in enumerate(rows)}
-    found: dict[int, StatementEntry] = {}
+    S = table_of(StatementEntry)
+    found: dict[int, Row[Any]] = {}
     for ids in _chunks(wanted.values()):
-        stmt = select(StatementEntry).where(col(StatementEntry.id).in_(ids))
-        found.update((entry.id, entry) for entry in session.execute(stmt).scalars())
+        stmt = select(S.c.id, S.c.end_to_end_id, S.c.original_end_to_end_id, S.c.txid).where(
+            S.c.id.in_(ids)
+        )
+        found.update((entry.id, entry) for entry in session.execute(stmt))
     for i, entry_id in wanted.items():
         entry = found.get(entry_id) if entry_id is not None else None
         if entry is None:
             continue
-        if rows[i]["subject"] in ("statement", "infraction", "payout") or i not in e2e:
-            e2e[i] = e2e.get(i) or entry.original_end_to_end_id or entry.end_to_end_id
+        e2e[i] = e2e.get(i) or entry.original_end_to_end_id or entry.end_to_end_id
         txid[i] = txid.get(i) or entry.txid
 
 
 def _from_refunds(session: Session, rows: list[dict[str, Any]], e2e: dict[int, str | None]) -> None:
     """A refund's verdict names its ``rtrId``; the payer is the refunded Pix's."""
     rtr = {i: ref for i, ref in e2e.items() if rows[i]["subject"] == "movement" and ref}
+    R = table_of(PixRefund)
     refunded: dict[str, str] = {}
-    for ids in _chunks(rtr.values()):
-        stmt = select(PixRefund.rtr_id, PixRefund.end_to_end_id).where(  # type: ignore[call-overload]
-            col(PixRefund.rtr_id).in_(ids)
-        )
+    for ids in _chunks(r for r in rtr.values() if r.startswith("D")):
+        stmt = select(R.c.rtr_id, R.c.end_to_end_id).where(R.c.rtr_id.in_(ids))
         refunded.update({r: pix for r, pix in session.execute(stmt)})
     for i, ref in rtr.items():
         if ref in refunded:
@@ -121,33 +123,31 @@ def _from_payouts(
     txid: dict[int, str | None],
 ) -> None:
     refs = {i: row["ref"] for i, row in enumerate(rows) if row["subject"] == "payout"}
-    found: dict[str, AccountMovement] = {}
+    M = table_of(AccountMovement)
+    found: dict[str, Row[Any]] = {}
     for keys in _chunks(refs.values()):
-        stmt = select(AccountMovement).where(
-            or_(
-                col(AccountMovement.idempotency_key).in_(keys),
-                col(AccountMovement.reference).in_(keys),
-            )
+        stmt = select(M.c.idempotency_key, M.c.reference, M.c.end_to_end_id, M.c.txid).where(
+            or_(M.c.idempotency_key.in_(keys), M.c.reference.in_(keys))
         )
-        for movement in session.execute(stmt).scalars():
+        for movement in session.execute(stmt):
             for key in (movement.idempotency_key, movement.reference):
                 if key is not None:
                     found.setdefault(key, movement)
     for i, ref in refs.items():
-        movement = found.get(ref)
-        if movement is not None:
-            e2e[i] = movement.end_to_end_id or e2e.get(i)
-            txid[i] = movement.txid or txid.get(i)
+        if ref in found:
+            e2e[i] = found[ref].end_to_end_id or e2e.get(i)
+            txid[i] = found[ref].txid or txid.get(i)
 
 
 def _from_infractions(
     session: Session, rows: list[dict[str, Any]], e2e: dict[int, str | None]
 ) -> None:
+    cases = table_of(Infraction)
     refs = {i: row["ref"] for i, row in enumerate(rows) if row["subject"] == "infraction"}
     disputed: dict[str, str | None] = {}
     for keys in _chunks(refs.values()):
-        stmt = select(Infraction.infraction_id, Infraction.end_to_end_id).where(  # type: ignore[call-overload]
-            col(Infraction.infraction_id).in_(keys)
+        stmt = select(cases.c.infraction_id, cases.c.end_to_end_id).where(
+            cases.c.infraction_id.in_(keys)
         )
         disputed.update({case_id: pix for case_id, pix in session.execute(stmt)})
     for i, ref in refs.items():
@@ -156,23 +156,21 @@ def _from_infractions(
 
 def _pix_by(
     session: Session, e2e: dict[int, str | None], txid: dict[int, str | None]
-) -> dict[int, list[PixReceived]]:
+) -> dict[int, list[Row[Any]]]:
     """The received Pix each row is about: by endToEndId, else every Pix paying its txid
     (a charge paid twice names both)."""
-    by_e2e: dict[str, PixReceived] = {}
+    P = table_of(PixReceived)
+    columns = (P.c.end_to_end_id, P.c.txid, P.c.payer_document, P.c.payer_name, P.c.info_pagador)
+    by_e2e: dict[str, Row[Any]] = {}
     for ids in _chunks(e2e.values()):
-        stmt = select(PixReceived).where(col(PixReceived.end_to_end_id).in_(ids))
-        by_e2e.update((p.end_to_end_id, p) for p in session.execute(stmt).scalars())
-    by_txid: dict[str, list[PixReceived]] = {}
+        stmt = select(*columns).where(P.c.end_to_end_id.in_(ids))
+        by_e2e.update((p.end_to_end_id, p) for p in session.execute(stmt))
+    by_txid: dict[str, list[Row[Any]]] = {}
     for ids in _chunks(t for i, t in txid.items() if not e2e.get(i)):
-        stmt = (
-            select(PixReceived)
-            .where(col(PixReceived.txid).in_(ids))
-            .order_by(col(PixReceived.horario), col(PixReceived.end_to_end_id))
-        )
-        for pix in session.execute(stmt).scalars():
+        stmt = select(*columns).where(P.c.txid.in_(ids)).order_by(P.c.horario, P.c.end_to_end_id)
+        for pix in session.execute(stmt):
             by_txid.setdefault(pix.txid or "", []).append(pix)
-    found: dict[int, list[PixReceived]] = {}
+    found: dict[int, list[Row[Any]]] = {}
     for i in set(e2e) | set(txid):
         ref = e2e.get(i)
         if ref and ref in by_e2e:
@@ -182,9 +180,12 @@ def _pix_by(
     return found
 
 
-def _charges_by(session: Session, txid: dict[int, str | None]) -> dict[str, ExpectedPayment]:
-    found: dict[str, ExpectedPayment] = {}
+def _charges_by(session: Session, txid: dict[int, str | None]) -> dict[str, Row[Any]]:
+    E = table_of(ExpectedPayment)
+    found: dict[str, Row[Any]] = {}
     for ids in _chunks(txid.values()):
-        stmt = select(ExpectedPayment).where(col(ExpectedPayment.txid).in_(ids))
-        found.update((c.txid, c) for c in session.execute(stmt).scalars() if c.txid)
+        stmt = select(E.c.txid, E.c.payer_request, E.c.debtor_document, E.c.debtor_name).where(
+            E.c.txid.in_(ids)
+        )
+        found.update((c.txid, c) for c in session.execute(stmt) if c.txid)
     return found
