@@ -36,7 +36,7 @@ from pixrecon.node import Node
 from pixrecon.report import print_report
 from pixrecon.sandbox_wiring import sandbox_servers
 from reconcile.db import session_scope
-from reconcile.money import from_cents
+from reconcile.formats import brl, count
 from reconcile.nightly import reconcile_day
 from reconcile.polling.day import Family, fetch_window
 from reconcile.queries import inbox_summary
@@ -155,47 +155,100 @@ def _wait_processed(engine: Engine, progress: Progress, task: TaskID) -> dict[st
         time.sleep(0.1)
 
 
-def _checks(
-    summary: dict[str, int], nightly: dict[str, Any], expected: Expected
-) -> list[tuple[str, object, object]]:
-    """Every figure the demo judges, as (label, pixrecon's, the sandbox's)."""
-    return [
-        ("Pix received, confirmed by the API", summary["pix_confirmed"], expected.pix),
-        (
-            "amount confirmed (R$)",
-            from_cents(summary["pix_confirmed_cents"]),
-            from_cents(expected.cents),
-        ),
-        ("duplicate webhooks counted", summary["duplicates"], expected.duplicates),
-        ("found only by polling", summary["only_by_polling"], expected.only_by_polling),
-        ("forged webhooks flagged", summary["pix_unconfirmed_webhook"], FORGED),
-        ("inbox items still pending", summary["pending"], 0),
-        ("inbox items failed", summary["failed"], 0),
-        # The nightly run agrees: credits booked equal credits confirmed, no drift, and the
-        # only exceptions are the forged notifications.
-        (
-            "nightly: statement credits (R$)",
-            from_cents(nightly["totals"]["credits"]["statement"]),
-            from_cents(expected.cents),
-        ),
-        ("nightly: balance drift (R$)", _money(nightly["balance_drift_cents"]), _money(0)),
-        ("nightly: unconfirmed webhooks", nightly["counts"].get("unconfirmed_webhook"), FORGED),
-        ("nightly: exceptions", len(nightly["exceptions"]), FORGED),
-    ]
+@dataclass(frozen=True)
+class Check:
+    """One figure the demo judges: pixrecon's against the sandbox's, in centavos when
+    ``money``; ``None`` when pixrecon could not tell."""
+
+    label: str
+    got: int | None
+    want: int
+    money: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.got == self.want
+
+    def shown(self, value: int | None) -> str:
+        return brl(value) if self.money else count(value)
 
 
-def _money(cents: int | None) -> str:
-    return "unknown" if cents is None else str(from_cents(cents))
+@dataclass(frozen=True)
+class Checks:
+    """The records and the money, and apart from them the deliveries."""
+
+    records: list[Check]
+    deliveries: list[Check]
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok for check in [*self.records, *self.deliveries])
 
 
-def _summary_table(checks: list[tuple[str, object, object]], elapsed: float) -> Table:
-    table = Table(title=f"pixrecon demo — {elapsed:.1f} s", show_lines=False)
-    table.add_column("")
-    table.add_column("pixrecon", justify="right")
-    table.add_column("sandbox says", justify="right")
+def _checks(summary: dict[str, int], nightly: dict[str, Any], expected: Expected) -> Checks:
+    """Every figure the demo judges."""
+    return Checks(
+        records=[
+            Check("Pix received, confirmed by the API", summary["pix_confirmed"], expected.pix),
+            Check("amount confirmed", summary["pix_confirmed_cents"], expected.cents, money=True),
+            Check("forged webhooks flagged", summary["pix_unconfirmed_webhook"], FORGED),
+            Check("inbox items still pending", summary["pending"], 0),
+            Check("inbox items failed", summary["failed"], 0),
+            # The nightly run agrees: credits booked equal credits confirmed, no drift, and
+            # the only exceptions are the forged notifications.
+            Check(
+                "nightly: statement credits",
+                nightly["totals"]["credits"]["statement"],
+                expected.cents,
+                money=True,
+            ),
+            Check("nightly: balance drift", nightly["balance_drift_cents"], 0, money=True),
+            Check(
+                "nightly: unconfirmed webhooks",
+                nightly["counts"].get("unconfirmed_webhook"),
+                FORGED,
+            ),
+            Check("nightly: exceptions", len(nightly["exceptions"]), FORGED),
+        ],
+        deliveries=[
+            Check("duplicate webhooks counted", summary["duplicates"], expected.duplicates),
+            Check("found only by polling", summary["only_by_polling"], expected.only_by_polling),
+        ],
+    )
+
+
+def _table(title: str) -> Table:
+    table = Table(title=title)
+    table.add_column("", overflow="fold")
+    table.add_column("pixrecon", justify="right", overflow="fold")
+    table.add_column("sandbox says", justify="right", overflow="fold")
     table.add_column("", justify="center")
-    for label, got, want in checks:
-        table.add_row(label, str(got), str(want), "✓" if got == want else "✗")
+    return table
+
+
+def _add_checks(table: Table, checks: list[Check]) -> None:
+    for check in checks:
+        mark = "✓" if check.ok else "✗"
+        table.add_row(check.label, check.shown(check.got), check.shown(check.want), mark)
+
+
+def _summary_table(checks: Checks, elapsed: float) -> Table:
+    table = _table(f"pixrecon demo — {elapsed:.1f} s")
+    _add_checks(table, checks.records)
+    return table
+
+
+def _deliveries_table(checks: Checks, report: DeliveryReport, polled: int) -> Table:
+    """The delivery checks, and beside them, left unmarked, figures that are no check: what
+    the sandbox sent and left out, what polling saw."""
+    table = _table("Deliveries")
+    shapes = f"webhook requests, {len(SHAPES)} body shapes"
+    table.add_row(shapes, "", count(report.requests_sent), "")
+    _add_checks(table, checks.deliveries)
+    table.add_row("  notifications dropped", "", count(report.dropped), "")
+    table.add_row("  Pix without txid, never notified", "", count(report.skipped_without_txid), "")
+    table.add_row("  notifications never acknowledged", "", count(len(report.undelivered)), "")
+    table.add_row("Pix seen by polling", count(polled), "", "")
     return table
 
 
@@ -286,17 +339,13 @@ def run_demo(*, pix_count: int, seed: int, database_url: str, console: Console) 
     console.rule("the demo's own check")
     checks = _checks(summary, nightly.report, expected)
     console.print(_summary_table(checks, time.monotonic() - started))
-    console.print(
-        f"{report.requests_sent} webhook requests in 4 body shapes; "
-        f"{report.dropped} notifications dropped and {report.skipped_without_txid} Pix "
-        f"without txid never notified; polling saw {polled.seen} Pix; {FORGED} forged "
-        "notifications were stored but their money never counted."
-    )
+    console.print(_deliveries_table(checks, report, polled.seen))
+    console.print(f"The {FORGED} forged notifications were stored but their money never counted.")
     console.print(
         f"Database: {make_url(database_url).render_as_string(hide_password=True)} — try "
         "`pixrecon events` with PIXRECON_DATABASE_URL set to it."
     )
-    ok = all(got == want for _, got, want in checks)
+    ok = checks.ok
     if not ok:
         console.print("[bold red]the demo found a discrepancy (see ✗ above)[/]")
     return 0 if ok else 1

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from reconcile.formats import br_date, brl, sp_time
+from reconcile.formats import br_date, brl, count, sp_time
 from reconcile.nightly import EXCEPTION_FIELDS, NightlyResult
 
 
@@ -59,11 +59,6 @@ def _counts(report: dict[str, Any]) -> list[Table]:
                 table.add_row(name, count(n))
             tables.append(table)
     return tables
-
-
-def count(n: int) -> str:
-    """``1.234``: the Brazilian thousands separator."""
-    return f"{n:,}".replace(",", ".")
 
 
 def _bridge(report: dict[str, Any]) -> Table:

@@ -18,6 +18,11 @@ def brl(cents: int | None) -> str:
     return f"{sign}R$ {grouped},{centavos:02d}"
 
 
+def count(n: int | None) -> str:
+    """A count with a dot between thousands, ``1.234``; ``—`` when unknown."""
+    return "—" if n is None else f"{n:,}".replace(",", ".")
+
+
 def br_date(value: date | str | None) -> str:
     if value is None:
         return "—"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -83,11 +84,13 @@ class Output:
 
 
 @contextmanager
-def running(args: list[str], cwd: Path) -> Iterator[tuple[subprocess.Popen[str], Output]]:
+def running(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], Output]]:
     process = subprocess.Popen(
         args,
         cwd=cwd,
-        env=clean_env(),
+        env=env if env is not None else clean_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -140,10 +143,14 @@ def test_the_documented_day_runs_as_written(tmp_path: Path) -> None:
             "--accounts-webhook-url",
             f"{receiver}/webhooks/accounts",
         )
-        with running(command(SANDBOX, *webhooks), tmp_path) as (sandbox, output):
+        # In a terminal 80 columns wide.
+        env = {**clean_env(), "COLUMNS": "80"}
+        with running(command(SANDBOX, *webhooks), tmp_path, env) as (sandbox, output):
             env_file = tmp_path / "sandbox.env"
             wait_for(lambda: env_file.exists(), timeout=20, interval=0.05)
             printed = output.settings(9)
+            played = next(i for i, line in enumerate(output.lines) if line.startswith("playing"))
+            ground_truth = output.lines[played : output.lines.index(SETTINGS_HEADER)]
             written = env_file.read_text(encoding="utf-8")
             assert written == "\n".join(printed) + "\n"
             settings = dict(line.split("=", 1) for line in printed[1:])
@@ -171,6 +178,13 @@ def test_the_documented_day_runs_as_written(tmp_path: Path) -> None:
     assert report["totals"]["credits"]["webhook"] == 16_550
     assert report["exceptions"] == []
     assert time.monotonic() - started < 45
+    # The ground truth the sandbox printed for people: 80 columns, nothing cut short, the
+    # day as 03/03/2026 and money as R$ 1.234,56.
+    assert not [line for line in ground_truth if len(line) > 80 or "…" in line]
+    summary = "\n".join(ground_truth)
+    assert "fees — 03/03/2026 (America/Sao_Paulo)" in summary
+    assert re.search(r"opening balance +│ R\$ 500,00 │", summary)
+    assert re.search(r"closing balance +│ R\$ 367,03 │", summary)
 
 
 def test_without_a_scenario_it_prints_settings_that_reach_it(tmp_path: Path) -> None:
