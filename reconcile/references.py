@@ -41,10 +41,12 @@ def _first(values: Sequence[str | None]) -> str | None:
     return next((v for v in values if v), None)
 
 
-def add_references(session: Session, rows: list[dict[str, Any]]) -> None:
-    """Fill ``REFERENCE_FIELDS`` of each exception row (keys ``subject``, ``ref`` and,
-    when the verdict had them, ``statement_entry_id``). Documents and names are masked:
-    these rows reach terminals, files and browsers."""
+def add_references(
+    session: Session, rows: list[dict[str, Any]], entries: Sequence[int | None] | None = None
+) -> None:
+    """Fill ``REFERENCE_FIELDS`` of each exception row (keys ``subject`` and ``ref``);
+    ``entries`` are the statement lines that decided each row's verdict, where known.
+    Documents and names are masked: these rows reach terminals, files and browsers."""
     e2e: dict[int, str | None] = {}
     txid: dict[int, str | None] = {}
     for i, row in enumerate(rows):
@@ -57,7 +59,7 @@ def add_references(session: Session, rows: list[dict[str, Any]]) -> None:
         elif subject == "charge":
             kind, _, key = ref.partition(":")
             txid[i] = key if kind != "invoice" else None
-    _from_statement(session, rows, e2e, txid)
+    _from_statement(session, entries or [None] * len(rows), e2e, txid)
     _from_refunds(session, rows, e2e)
     _from_payouts(session, rows, e2e, txid)
     _from_infractions(session, rows, e2e)
@@ -83,11 +85,11 @@ def add_references(session: Session, rows: list[dict[str, Any]]) -> None:
 
 def _from_statement(
     session: Session,
-    rows: list[dict[str, Any]],
+    entries: Sequence[int | None],
     e2e: dict[int, str | None],
     txid: dict[int, str | None],
 ) -> None:
-    wanted = {i: row.get("statement_entry_id") for i, row in enumerate(rows)}
+    wanted = dict(enumerate(entries))
     S = table_of(StatementEntry)
     found: dict[int, Row[Any]] = {}
     for ids in _chunks(wanted.values()):
