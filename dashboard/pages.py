@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date
 from typing import Any
 from urllib.parse import urlencode
@@ -14,27 +14,31 @@ from urllib.parse import urlencode
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from dashboard import views
 from dashboard.passwords import authenticate
-from dashboard.queries import (
-    SORTS,
-    STATE_FILTERS,
-    CaseQuery,
-    latest_run,
-    remaining_case_states,
-)
+from dashboard.queries import SORTS, STATE_FILTERS, CaseQuery
 from dashboard.web import Dashboard, base, check_csrf, read_form, safe_next, to_login
 from reconcile.cases import CaseNotFound, NoteRequired, set_state
 from reconcile.db import session_scope
-from reconcile.masking import mask_text
+from reconcile.exports.exceptions import exception_table
+from reconcile.exports.files import Format, Kind, choice_problem, encoded, open_export
+from reconcile.exports.ofx import OfxAccount
+from reconcile.exports.table import ExportError, NotReconciled
 from reconcile.models import CaseState
 from reconcile.nightly import EXCEPTION_FIELDS
+from reconcile.settings import get_settings
 
 Page = Callable[[Request], Response]
 RECENT_DAYS = (7, 14, 30, 60)
+REMAINING = STATE_FILTERS["remaining"]
+
+
+def _ofx_account() -> OfxAccount:
+    """The account an OFX statement names: the same as ``pixrecon export`` names."""
+    return OfxAccount.from_settings(get_settings().accounts_account_id)
 
 
 def _day(text: str | None, fallback: Callable[[], date]) -> date:
@@ -145,26 +149,45 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
         error = request.query_params.get("error")
         return dash.render(request, "case.html", {"nav": "exceptions", "error": error, **context})
 
+    def export_download(request: Request, _user: str) -> Response:
+        """``/export?date=D&kind=K&format=F[&excel=1]``: what ``pixrecon export`` writes
+        (docs/exports.md), streamed as it is read."""
+        params = request.query_params
+        day = _day(params.get("date"), default_day)
+        try:
+            kind = Kind(params.get("kind", Kind.exceptions.value))
+            fmt = Format(params.get("format", Format.csv.value))
+        except ValueError:
+            raise HTTPException(
+                400, "kind is exceptions, movements or statement; format is csv, jsonl or ofx."
+            ) from None
+        excel = params.get("excel", "") in ("1", "true", "yes", "on")
+        problem = choice_problem(kind, fmt, excel=excel)
+        if problem is not None:
+            raise HTTPException(400, problem[:1].upper() + problem[1:] + ".")
+        try:
+            made = open_export(dash.engine, day, kind, fmt, excel=excel, account=_ofx_account())
+        except ExportError as exc:
+            raise HTTPException(404, str(exc)) from None
+        return StreamingResponse(
+            encoded(made.chunks),
+            media_type=made.media_type,
+            headers={"Content-Disposition": f'attachment; filename="{made.filename}"'},
+        )
+
     def exceptions_csv(request: Request, _user: str) -> Response:
-        """The day's open exceptions as the nightly report lists them (the columns of
-        ``pixrecon reconcile --export csv``), less those people resolved since the run."""
+        """The former download, kept for the links people saved: the day's remaining
+        exceptions in the columns of ``EXCEPTION_FIELDS``, amounts in centavos. Read by
+        ``reconcile.exports`` like ``/export`` (current states, personal data masked)."""
         day = _day(request.query_params.get("date"), default_day)
-        with session_scope(dash.engine) as session:
-            run = latest_run(session, day)
-            report = dash.reports.get(session, run.id) if run is not None else {}
-            live = remaining_case_states(session, day)
+        try:
+            rows: Iterable[dict[str, Any]] = exception_table(dash.engine, day).rows
+        except NotReconciled:
+            rows = ()
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=EXCEPTION_FIELDS, extrasaction="ignore")
         writer.writeheader()
-        for entry in report.get("exceptions", []):
-            state = live.get(entry.get("case_id", 0))
-            if state is None:
-                continue
-            row = {**entry, "state": state}
-            for text_field in ("reason", "action"):
-                if isinstance(row.get(text_field), str):
-                    row[text_field] = mask_text(row[text_field])
-            writer.writerow(row)
+        writer.writerows(row for row in rows if row["state"] in REMAINING)
         return Response(
             out.getvalue().encode("utf-8"),
             media_type="text/csv; charset=utf-8",
@@ -225,6 +248,7 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
         Route("/exceptions", signed(exceptions_page)),
+        Route("/export", signed(export_download)),
         Route("/exceptions.csv", signed(exceptions_csv)),
         Route("/exceptions/{case_id:int}", signed(case_page)),
         Route(

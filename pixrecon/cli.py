@@ -25,6 +25,7 @@ from pixrecon.commands.db import db_app
 from pixrecon.commands.demo import demo
 from pixrecon.commands.events import events_app
 from pixrecon.commands.exceptions import exceptions_app
+from pixrecon.commands.export import export_command
 from pixrecon.commands.poll import poll
 from pixrecon.commands.reconcile import reconcile_command
 from pixrecon.commands.sandbox import sandbox
@@ -68,6 +69,7 @@ app.add_typer(events_app, name="events")
 app.command()(poll)
 app.command("reconcile")(reconcile_command)
 app.add_typer(exceptions_app, name="exceptions")
+app.command("export")(export_command)
 app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(dashboard_app, name="dashboard")
 app.command()(sandbox)

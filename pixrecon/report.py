@@ -1,12 +1,9 @@
-"""Rendering a day's reconciliation for people (a terminal) and for files (the
-exceptions as CSV or JSON): ``pixrecon reconcile`` and the demo print the same report."""
+"""Rendering a day's reconciliation for people, in a terminal: ``pixrecon reconcile``,
+``pixrecon exceptions`` and the demo print the same tables (files are
+``reconcile/exports``)."""
 
 from __future__ import annotations
 
-import csv
-import json
-from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -14,13 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from reconcile.formats import br_date, brl, count, sp_time
-from reconcile.nightly import EXCEPTION_FIELDS, NightlyResult
-
-
-class ExportFormat(StrEnum):
-    csv = "csv"
-    json = "json"
-
+from reconcile.nightly import NightlyResult
 
 VERDICT_WORDS = {
     "reconciled": "[bold green]reconciled[/]: every source was read and agrees",
@@ -258,14 +249,3 @@ def print_report(result: NightlyResult, console: Console) -> None:
     for reason in report["incomplete_because"]:
         console.print(f"[red]not read:[/] {escape(reason)}")
     console.print(f"{VERDICT_WORDS[report['verdict']]} (exit code {result.exit_code})")
-
-
-def export_exceptions(result: NightlyResult, kind: ExportFormat, path: Path) -> None:
-    cases = result.report["exceptions"]
-    if kind is ExportFormat.json:
-        path.write_text(json.dumps(cases, indent=2) + "\n", encoding="utf-8")
-        return
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=EXCEPTION_FIELDS)
-        writer.writeheader()
-        writer.writerows(cases)

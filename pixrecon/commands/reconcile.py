@@ -6,16 +6,20 @@ from __future__ import annotations
 import json
 import sys
 from datetime import date
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
+from sqlalchemy import Engine
 
 from pixrecon.bootstrap import StartupError, open_database, setup_logging
 from pixrecon.commands.common import FormatOption, OutputFormat, console, fail, one_line, progress
-from pixrecon.report import ExportFormat, export_exceptions, print_report
+from pixrecon.report import print_report
 from reconcile.db import UNAVAILABLE_ERRORS
+from reconcile.exports.files import Format, Kind, encoded, open_export
+from reconcile.exports.table import ExportError
 from reconcile.logs import get_logger
 from reconcile.matching.context import Judging
 from reconcile.nightly import MATCHERS, reconcile_day
@@ -27,8 +31,33 @@ from reconcile.settings import get_settings
 
 log = get_logger(__name__)
 
+
+class ExportFormat(StrEnum):
+    """``--export``'s formats: ``json`` is JSON lines, one exception a line."""
+
+    csv = "csv"
+    json = "json"
+    jsonl = "jsonl"
+
+
 # What stops a run from giving an answer: exit code 2, never a half-true report.
 RUN_ERRORS: tuple[type[Exception], ...] = (StartupError, ProviderError, *UNAVAILABLE_ERRORS)
+
+
+def _export_exceptions(engine: Engine, day: date, kind: ExportFormat, path: Path) -> None:
+    """The day's exceptions as ``pixrecon export --kind exceptions`` writes them."""
+    fmt = Format.csv if kind is ExportFormat.csv else Format.jsonl
+    try:
+        made = open_export(engine, day, Kind.exceptions, fmt)
+        with path.open("wb") as handle:
+            for chunk in encoded(made.chunks):
+                handle.write(chunk)
+    except ExportError as exc:
+        raise fail(f"the day was reconciled, but not exported: {escape(str(exc))}") from None
+    except OSError as exc:
+        raise fail(
+            f"the day was reconciled, but {escape(str(path))} cannot be written: {one_line(exc)}"
+        ) from None
 
 
 def reconcile_command(
@@ -36,7 +65,11 @@ def reconcile_command(
     output: FormatOption = OutputFormat.table,
     export: Annotated[
         tuple[ExportFormat, Path] | None,
-        typer.Option("--export", help="write the exceptions: --export csv|json PATH"),
+        typer.Option(
+            "--export",
+            help="write the day's exceptions as `pixrecon export --kind exceptions` does: "
+            "--export csv|json PATH (json: JSON lines)",
+        ),
     ] = None,
     poll: Annotated[bool, typer.Option(help="fetch the day from the provider first")] = True,
 ) -> None:
@@ -91,7 +124,7 @@ def reconcile_command(
     finally:
         providers.close()
     if export is not None:
-        export_exceptions(result, export[0], export[1])
+        _export_exceptions(engine, business_day, *export)
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(result.report) + "\n")
     else:

@@ -1,7 +1,8 @@
 """A person's path through the dashboard in a real browser (Debian's Chromium, headless,
 driven by Playwright): sign in, read the day against its JSON report, open an exception,
 resolve it with a note, see it stay resolved after the day is reconciled again, and
-download the day's open exceptions. Screenshots go to ``test-artifacts/dashboard/``.
+download the day's exceptions through the day page's link. Screenshots go to
+``test-artifacts/dashboard/``.
 
 Chromium is required under CI (``CI=true``); elsewhere the test is skipped without it."""
 
@@ -128,15 +129,18 @@ def test_a_person_works_the_day_in_a_browser(engine: Engine, browser_page: Any) 
         page.goto(url + f"/dashboard/?date={day.day.isoformat()}")
         assert _figure(page, "open_exceptions") == str(opened - 1)
 
-        # The CSV of the day's open exceptions, without the resolved one.
+        # The CSV of the day's exceptions, from the day page's download links: the run
+        # after the resolution no longer counts the resolved one.
         with page.expect_download() as download_info:
-            page.click("a:has-text('Download the open exceptions')")
+            page.click("a[data-download='exceptions-csv']")
         download = download_info.value
+        assert download.suggested_filename == f"exceptions-{day.day.isoformat()}.csv"
         target = shots / download.suggested_filename
         download.save_as(str(target))
         rows = list(csv.DictReader(io.StringIO(target.read_text(encoding="utf-8"))))
         assert len(rows) == opened - 1
         assert str(case_id) not in {row["case_id"] for row in rows}
+        assert all(row["key"].startswith(f"exc:{day.day.isoformat()}:") for row in rows)
 
         # Recent days at a glance: the charts are drawn on the server.
         page.click("nav a:has-text('Recent days')")

@@ -98,12 +98,14 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
     assert "underpaid" in result.stdout
     with exported.open(encoding="utf-8") as handle:
         (row,) = list(csv.DictReader(handle))
-    assert (row["subject"], row["status"], row["expected_cents"], row["actual_cents"]) == (
+    # Reais with a dot in the plain CSV (docs/exports.md), and a key an ERP posts once.
+    assert (row["subject"], row["status"], row["expected"], row["actual"]) == (
         "charge",
         "underpaid",
-        "8000",
-        "7999",
+        "80.00",
+        "79.99",
     )
+    assert row["key"] == f"exc:{row['date']}:charge:{row['ref']}:underpaid"
 
     listed = json.loads(
         run_pixrecon("exceptions", "--format", "json", env=env, cwd=tmp_path).stdout

@@ -1,0 +1,91 @@
+"""The day page's download links (``/dashboard/export``, docs/exports.md): behind the
+sign-in, each answers the file ``pixrecon export`` would write, and a download that cannot
+be made answers an error page instead of a file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import httpx
+from sqlalchemy import Engine
+
+from reconcile.formats import br_date
+from tests.conftest import RunningNode
+from tests.dashboard.support import DAY, seed_case, sign_in
+from tests.reconcile.day_book import DayBook
+
+
+def _links(html: str) -> dict[str, str]:
+    found = re.findall(r'href="([^"]+)" data-download="([^"]+)"', html)
+    return {name: href.replace("&amp;", "&") for href, name in found}
+
+
+def test_the_day_page_links_every_download_and_each_answers_its_file(
+    engine: Engine, dashboard_node: RunningNode
+) -> None:
+    case_id = seed_case(engine)
+    book = DayBook(engine, DAY)
+    book.line("PIX_RECEIVED", 901, "10:00", credit=True, endToEndId="E1", feeAmount="0.99")
+    client = sign_in(dashboard_node.url)
+    page = client.get(f"/dashboard/?date={DAY.isoformat()}")
+    assert page.status_code == 200
+    links = _links(page.text)
+    assert set(links) == {
+        "exceptions-csv",
+        "exceptions-excel",
+        "exceptions-jsonl",
+        "movements-csv",
+        "movements-excel",
+        "movements-jsonl",
+        "statement-ofx",
+        "statement-excel",
+    }
+    answers = {name: client.get(href) for name, href in links.items()}
+    assert {name: a.status_code for name, a in answers.items()} == dict.fromkeys(links, 200)
+
+    plain = answers["exceptions-csv"]
+    assert plain.headers["content-type"] == "text/csv; charset=utf-8"
+    assert plain.headers["content-disposition"] == (
+        f'attachment; filename="exceptions-{DAY.isoformat()}.csv"'
+    )
+    (row,) = csv.DictReader(io.StringIO(plain.content.decode("utf-8")))
+    assert (row["key"], row["case_id"]) == (
+        f"exc:{DAY.isoformat()}:charge:cob:tx1:overpaid",
+        str(case_id),
+    )
+    excel = answers["exceptions-excel"].content
+    assert excel.startswith(b"\xef\xbb\xbf")
+    (row,) = csv.DictReader(io.StringIO(excel.decode("utf-8-sig")), delimiter=";")
+    assert row["date"] == br_date(DAY)
+    assert answers["exceptions-jsonl"].headers["content-type"].startswith("application/x-ndjson")
+
+    ofx = answers["statement-ofx"]
+    assert ofx.headers["content-type"] == "application/x-ofx"
+    assert "<FITID>E1:fee</FITID>" in ofx.text
+    assert "<TRNAMT>-0.99</TRNAMT>" in ofx.text
+
+
+def test_downloads_need_a_sign_in_and_a_possible_export(
+    engine: Engine, dashboard_node: RunningNode
+) -> None:
+    seed_case(engine)
+    url = dashboard_node.url
+    here = f"/dashboard/export?date={DAY.isoformat()}&kind=exceptions&format=csv"
+    assert httpx.get(url + here).status_code == 303
+    client = sign_in(url)
+    assert client.get(here).status_code == 200
+    refused = {
+        "kind=exceptions&format=ofx": 400,
+        "kind=movements&format=jsonl&excel=1": 400,
+        "kind=everything&format=csv": 400,
+        "kind=statement&format=ofx": 404,  # nothing booked, no balance known
+    }
+    for query, status in refused.items():
+        answer = client.get(f"/dashboard/export?date={DAY.isoformat()}&{query}")
+        assert answer.status_code == status, (query, answer.text)
+    never = client.get("/dashboard/export?date=2020-01-01&kind=movements&format=csv")
+    assert never.status_code == 404
+    assert "pixrecon reconcile --date 2020-01-01" in never.text
+    assert client.get("/dashboard/export?date=not-a-day&kind=movements").status_code == 400
