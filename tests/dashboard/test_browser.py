@@ -1,6 +1,7 @@
 """A person's path through the dashboard in a real browser (Debian's Chromium, headless,
-driven by Playwright): sign in, read the day against its JSON report, open an exception,
-resolve it with a note, see it stay resolved after the day is reconciled again, and
+driven by Playwright): sign in, read the day against the JSON report of `pixrecon
+reconcile`, open an exception, resolve it with a note, see it stay resolved after
+`pixrecon reconcile` runs the day again, and
 download the day's exceptions through the day page's link. Screenshots go to
 ``test-artifacts/dashboard/``.
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -17,11 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import Engine
 
 from reconcile.formats import brl
+from tests.cli_support import run_pixrecon
 from tests.conftest import service_missing
 from tests.dashboard.support import PASSWORD, judged, played_with_dashboard
+from tests.integration.scenario_day import PlayedDay
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
 
@@ -64,17 +69,46 @@ def _shot(page: Any, folder: Path, name: str) -> None:
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
 
 
+def _reconcile_command(day: PlayedDay, tmp_path: Path) -> dict[str, Any]:
+    """``pixrecon reconcile --format json`` of the played day, run as finance runs it,
+    with the node's own settings (the day is already fetched: ``--no-poll``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
+    for name, value in day.settings.model_dump(exclude_defaults=True).items():
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        if isinstance(value, list):
+            value = ",".join(str(v) for v in value)  # as README's settings table writes lists
+        env[f"PIXRECON_{name.upper()}"] = value if isinstance(value, str) else json.dumps(value)
+    ran = run_pixrecon(
+        "reconcile",
+        "--date",
+        day.day.isoformat(),
+        "--no-poll",
+        "--format",
+        "json",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert ran.returncode in (0, 1), ran.stderr
+    report: dict[str, Any] = json.loads(ran.stdout)
+    assert report["exit_code"] == ran.returncode
+    return report
+
+
 def _figure(page: Any, key: str) -> str:
     # The DOM's text, not the rendered one: CSS shows states in capitals.
     text: str = page.locator(f'[data-figure="{key}"]').first.text_content()
     return text.strip()
 
 
-def test_a_person_works_the_day_in_a_browser(engine: Engine, browser_page: Any) -> None:
+def test_a_person_works_the_day_in_a_browser(
+    engine: Engine, browser_page: Any, tmp_path: Path
+) -> None:
     page = browser_page
     shots = ARTIFACTS / engine.dialect.name
     with played_with_dashboard(engine, "business-day.json") as day:
-        report = judged(day).report
+        judged(day)  # the worker's polls and confirmations
+        report = _reconcile_command(day, tmp_path)
         url = day.node.url
 
         # Signing in lands on the latest reconciled day: the played one.
@@ -120,10 +154,10 @@ def test_a_person_works_the_day_in_a_browser(engine: Engine, browser_page: Any) 
         assert "refunded to the payer, ticket 4711" in history
         _shot(page, shots, "3-resolved")
 
-        # The worker reconciles the day again: the case stays resolved.
-        again = day.reconcile()
-        assert again.run_id != report["run_id"]
-        assert case_id not in {e["case_id"] for e in again.report["exceptions"]}
+        # Finance reconciles the day again: the case stays resolved.
+        again = _reconcile_command(day, tmp_path)
+        assert again["run_id"] != report["run_id"]
+        assert case_id not in {e["case_id"] for e in again["exceptions"]}
         page.reload()
         assert _figure(page, "case.state") == "resolved"
         page.goto(url + f"/dashboard/?date={day.day.isoformat()}")
