@@ -188,8 +188,22 @@ def build_openapi(secret_header: str) -> dict[str, Any]:
     }
     health = {
         "get": {
-            "summary": "200 when healthy; 503 when the database is down or work piles up",
+            "summary": (
+                "for monitoring: 200 when healthy; 503 when the database is down, inbox items "
+                "wait too long or a periodic job has not succeeded for too long (`problems`)"
+            ),
             "responses": {"200": {"description": "healthy"}, "503": {"description": "not"}},
+            "security": [],  # unauthenticated
+        }
+    }
+    ready = {
+        "get": {
+            "summary": (
+                "for load balancers: 200 when the database answers a trivial query within a "
+                "short timeout, else 503; never for lag or periodic jobs"
+            ),
+            "responses": {"200": {"description": "ready"}, "503": {"description": "not"}},
+            "security": [],  # unauthenticated
         }
     }
     return {
@@ -209,6 +223,7 @@ def build_openapi(secret_header: str) -> dict[str, Any]:
             "/webhooks/accounts": accounts,
             "/webhooks/accounts/{kind}": accounts_kind,
             "/healthz": health,
+            "/readyz": ready,
         },
         "components": {
             "schemas": _schemas(),

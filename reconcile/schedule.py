@@ -3,7 +3,8 @@ processes run, one of them does each job per interval; and the polling window, s
 each poll overlaps the previous one and a restart resumes where it stopped.
 
 ``leased`` is the one way to run a job under its lease: the worker's periodic jobs and the
-CLI commands that do the same work (``pixrecon poll``) both use it."""
+CLI commands that do the same work (``pixrecon poll``) both use it. ``job_health`` reads
+the jobs' last successes back for ``/healthz``."""
 
 from __future__ import annotations
 
@@ -105,3 +106,96 @@ def leased(engine: Engine, name: str, owner: str, *, lease: timedelta) -> Iterat
         raise
     with session_scope(engine) as session:
         succeeded(session, name, now=utcnow(), window_end=run.window_end)
+
+
+# The worker's ``confirm`` job runs at least this often (``worker.jobs``).
+CONFIRM_INTERVAL_SECONDS = 30.0
+# A job may go this many of its own intervals without success before it is overdue, when
+# that is longer than PIXRECON_HEALTH_MAX_JOB_AGE_SECONDS: a run that crashed holds its
+# lease for two intervals before another process retries it.
+JOB_AGE_INTERVALS = 4
+
+
+def job_intervals(settings: Settings) -> dict[str, float]:
+    """The periodic jobs the workers run under ``settings``, and how often: what
+    ``worker.jobs.PeriodicJobs.jobs`` schedules (a test holds the two together)."""
+    s = settings
+    jobs = {
+        "confirm": min(s.poll_qrcode_interval_seconds, CONFIRM_INTERVAL_SECONDS),
+        "reconcile_today": s.reconcile_interval_seconds,
+    }
+    if s.qrcode_configured:
+        jobs["poll_qrcode"] = s.poll_qrcode_interval_seconds
+    if s.accounts_configured:
+        jobs["poll_accounts"] = s.poll_accounts_interval_seconds
+    return jobs
+
+
+def expected_jobs(settings: Settings) -> dict[str, float]:
+    """The jobs that must keep succeeding, each with how long it may go without success.
+
+    A polling job is expected only when its API family is configured. With no provider
+    API configured at all nothing is: confirming and reconciling have nothing to ask (the
+    receiver already says so in ``confirmation``), so a fresh install is not unhealthy
+    for want of a worker it does not need yet."""
+    if not (settings.qrcode_configured or settings.accounts_configured):
+        return {}
+    floor = settings.health_max_job_age_seconds
+    return {
+        name: max(floor, JOB_AGE_INTERVALS * interval)
+        for name, interval in job_intervals(settings).items()
+    }
+
+
+@dataclass(frozen=True)
+class JobHealth:
+    name: str
+    max_age_seconds: float
+    last_success_at: datetime | None
+    seconds_without_success: float
+    """Since its last success; since ``since`` (the receiver's start) if it never had one."""
+    last_error: str | None
+    """The last run's error when it failed (cleared by a success)."""
+    running: bool = False
+    """A process holds the job's lease now: a run is under way (or its process died)."""
+
+    @property
+    def overdue(self) -> bool:
+        return self.seconds_without_success > self.max_age_seconds
+
+    @property
+    def failing(self) -> bool:
+        return self.last_error is not None
+
+
+def job_health(
+    session: Session, settings: Settings, *, now: datetime, since: datetime
+) -> list[JobHealth]:
+    """Every expected job (``expected_jobs``) with how long it has gone without success.
+    A job that never succeeded is counted from ``since``: whoever asks (the receiver)
+    gives it one threshold from its own start to run for the first time."""
+    allowed = expected_jobs(settings)
+    if not allowed:
+        return []
+    rows = {
+        row.name: row
+        for row in session.execute(
+            select(ScheduledJob).where(col(ScheduledJob.name).in_(list(allowed)))
+        ).scalars()
+    }
+    health = []
+    for name, max_age in sorted(allowed.items()):
+        row = rows.get(name)
+        last = as_utc(row.last_success_at) if row and row.last_success_at else None
+        reference = last if last is not None else since
+        health.append(
+            JobHealth(
+                name=name,
+                max_age_seconds=max_age,
+                last_success_at=last,
+                seconds_without_success=max(0.0, (now - reference).total_seconds()),
+                last_error=row.last_error if row else None,
+                running=bool(row and row.leased_until and as_utc(row.leased_until) > now),
+            )
+        )
+    return health

@@ -80,6 +80,14 @@ class Settings(BaseSettings):
     sweep_batch_size: int = Field(default=500, gt=0)
     # /healthz turns 503 when the oldest unprocessed inbox row is older than this.
     health_max_lag_seconds: float = Field(default=300.0, gt=0)
+    # /healthz turns 503 when a periodic job the workers should be running (polling,
+    # confirmation, reconciling today) has not succeeded for this long — or for four of
+    # the job's own intervals, when that is longer. 30 minutes is six runs of the slowest
+    # default jobs (every 5 minutes): a provider hiccup or a crashed run (its lease holds
+    # for two intervals) passes unnoticed, a worker that is gone or a provider refusing us
+    # does not. Nothing is expected while no provider API is configured, and a job that
+    # never succeeded is counted from the receiver's start (reconcile/schedule.py).
+    health_max_job_age_seconds: float = Field(default=1800.0, gt=0)
 
     # The provider's QR code API (it follows the BCB standard Pix API); client certificate
     # for its mutual TLS.
