@@ -26,7 +26,7 @@ from reconcile.matching.context import Judging
 from reconcile.nightly import reconcile_day
 from reconcile.polling.day import Family, Providers, configured, poll_resuming, sources_of
 from reconcile.provider.errors import ProviderError
-from reconcile.schedule import leased
+from reconcile.schedule import CONFIRM_INTERVAL_SECONDS, leased
 from reconcile.settings import Settings
 from reconcile.timeutil import BUSINESS_TZ, utcnow
 from worker.dispatch import Dispatcher
@@ -35,7 +35,6 @@ log = get_logger(__name__)
 
 # What a job run may meet and survive: the provider or the database being unavailable.
 JOB_ERRORS: tuple[type[Exception], ...] = (ProviderError, *UNAVAILABLE_ERRORS)
-CONFIRM_INTERVAL_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
