@@ -46,7 +46,16 @@ def add_references(
 ) -> None:
     """Fill ``REFERENCE_FIELDS`` of each exception row (keys ``subject`` and ``ref``);
     ``entries`` are the statement lines that decided each row's verdict, where known.
-    Documents and names are masked: these rows reach terminals, files and browsers."""
+    Documents and names are masked: these rows reach terminals, files and browsers.
+
+    A chunk at a time: what is looked up for one chunk is let go before the next, so a
+    day of tens of thousands of exceptions does not hold every Pix it names at once."""
+    known = entries or [None] * len(rows)
+    for start in range(0, len(rows), CHUNK):
+        _add(session, rows[start : start + CHUNK], known[start : start + CHUNK])
+
+
+def _add(session: Session, rows: list[dict[str, Any]], entries: Sequence[int | None]) -> None:
     e2e: dict[int, str | None] = {}
     txid: dict[int, str | None] = {}
     for i, row in enumerate(rows):
@@ -59,7 +68,7 @@ def add_references(
         elif subject == "charge":
             kind, _, key = ref.partition(":")
             txid[i] = key if kind != "invoice" else None
-    _from_statement(session, entries or [None] * len(rows), e2e, txid)
+    _from_statement(session, entries, e2e, txid)
     _from_refunds(session, rows, e2e)
     _from_payouts(session, rows, e2e, txid)
     _from_infractions(session, rows, e2e)
