@@ -39,6 +39,9 @@ app = typer.Typer(
     help="Pix webhook receiver and reconciliation worker.",
     no_args_is_help=True,
     add_completion=False,
+    # Paragraphs of a command's docstring are reflowed to the terminal's width (in rich
+    # mode, Typer keeps each source line break and cuts lines in two at 80 columns).
+    rich_markup_mode="markdown",
 )
 
 
