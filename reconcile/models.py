@@ -536,3 +536,22 @@ class CaseEvent(SQLModel, table=True):
     note: str | None = Field(default=None, sa_type=Text)
     previous_state: str = Field(max_length=16, description="the CaseState before the action")
     at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+
+
+class OperatorAction(SQLModel, table=True):
+    """A bulk operation someone ran on the inbox or the stored data — a replay, a prune —
+    with who, when, what it selected and how many rows it touched. Kept forever: it is the
+    answer to "why was this item processed twice?" or "where did that raw body go?"."""
+
+    __tablename__ = "operator_action"
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    action: str = Field(max_length=16, index=True, description="replay or prune")
+    actor: str = Field(
+        max_length=100, description="cli:<operating-system user>, or job:<name> for a job"
+    )
+    at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+    selection: str = Field(sa_type=Text, description="what was asked for, JSON")
+    dry_run: bool = False
+    count: int = Field(default=0, description="rows selected (replay) or touched (prune)")
+    detail: str | None = Field(default=None, sa_type=Text, description="counts by kind, JSON")
