@@ -33,6 +33,10 @@ COUNTED: Final = Confirmation.counted()
 HUNDRED: Final = Decimal(100)
 # Day counts for rates per month and per year: the commercial month (30 days) and year
 # (360 days) for calendar days, and Brazil's 252 business days a year (21 a month).
+# A due-date charge's verdict is keyed ``cobv:<ref>``; ``;`` sorts right after ``:``.
+COBV_PREFIX: Final = "cobv:"
+COBV_PREFIX_END: Final = "cobv;"
+CHUNK: Final = 500
 CALENDAR_MONTH: Final = 30
 CALENDAR_YEAR: Final = 360
 BUSINESS_MONTH: Final = 21
@@ -309,29 +313,45 @@ def flag_disagreeing_components(session: Session, ctx: RunContext) -> None:
     """A due-date charge the Pix's own breakdown (``componentesValor``) says owed another
     amount than its terms give: judged against the terms, and raised to a person."""
     items, E, P = table_of(ReconciliationItem), table_of(ExpectedPayment), table_of(PixReceived)
-    rows = session.execute(
-        select(items.c.id, items.c.reason, E.c.amount_due_cents, P.c.components)
-        .join(E, (E.c.kind == "cobv") & (items.c.ref == "cobv:" + E.c.ref))
-        .join(P, P.c.txid == E.c.txid)
-        .where(
-            items.c.run_id == ctx.run_id,
-            items.c.subject == "charge",
-            E.c.amount_due_cents.is_not(None),
-            P.c.components.is_not(None),
-            P.c.confirmation.in_(COUNTED),
-        )
-    ).all()
-    for item_id, reason, due, raw in rows:
-        stated = stated_due_cents(raw)
-        if stated is None or stated == due:
-            continue
-        session.execute(
-            items.update()
-            .where(items.c.id == item_id)
-            .values(
-                exception=True,
-                priority=2,
-                reason=f"{reason}; the Pix's componentesValor say {stated / 100:.2f} was "
-                f"due, the charge's terms give {due / 100:.2f}: ask the provider",
+    # The run's due-date charges first, by a range of the unique index, then their terms
+    # by key. One join of the three let the planner, with statistics from before this run's
+    # rows existed, probe every cobv charge once per verdict: 36 s on a million-Pix day.
+    judged = {
+        ref.removeprefix(COBV_PREFIX): (item_id, reason)
+        for item_id, ref, reason in session.execute(
+            select(items.c.id, items.c.ref, items.c.reason).where(
+                items.c.run_id == ctx.run_id,
+                items.c.subject == "charge",
+                items.c.ref >= COBV_PREFIX,
+                items.c.ref < COBV_PREFIX_END,
             )
         )
+    }
+    refs = sorted(judged)
+    for start in range(0, len(refs), CHUNK):
+        rows = session.execute(
+            select(E.c.ref, E.c.amount_due_cents, P.c.components)
+            .join(P, P.c.txid == E.c.txid)
+            .where(
+                E.c.kind == "cobv",
+                E.c.ref.in_(refs[start : start + CHUNK]),
+                E.c.amount_due_cents.is_not(None),
+                P.c.components.is_not(None),
+                P.c.confirmation.in_(COUNTED),
+            )
+        ).all()
+        for ref, due, raw in rows:
+            stated = stated_due_cents(raw)
+            if stated is None or stated == due:
+                continue
+            item_id, reason = judged[ref]
+            session.execute(
+                items.update()
+                .where(items.c.id == item_id)
+                .values(
+                    exception=True,
+                    priority=2,
+                    reason=f"{reason}; the Pix's componentesValor say {stated / 100:.2f} was "
+                    f"due, the charge's terms give {due / 100:.2f}: ask the provider",
+                )
+            )
