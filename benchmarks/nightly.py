@@ -186,7 +186,7 @@ def run_child(spec_path: str) -> int:
                 "phases": {name: round(s, 3) for name, s in phases if name != "start"},
                 "statements": statements,
                 "plans": plans,
-                "report": result.report,
+                "report": result.summary,
                 "exit_code": result.exit_code,
                 "vm_hwm_kib": _vm_hwm_kib(),
                 "first_backend_pid": backend,
@@ -298,7 +298,7 @@ def summarize_report(report: dict[str, Any]) -> dict[str, Any]:
         "totals": report["totals"],
         "balance_drift_cents": report["balance_drift_cents"],
         "balance": report["balance"],
-        "open_exceptions": len(report["exceptions"]),
+        "open_exceptions": report["open_exceptions"],
     }
 
 

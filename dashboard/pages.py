@@ -143,7 +143,7 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
     def case_page(request: Request, _user: str) -> Response:
         case_id: int = request.path_params["case_id"]
         with session_scope(dash.engine) as session:
-            context = views.case_page(session, dash.reports, case_id)
+            context = views.case_page(session, case_id)
         if context is None:
             raise HTTPException(404, f"There is no exception case {case_id}.")
         error = request.query_params.get("error")

@@ -133,23 +133,14 @@ def masked_json(text: str) -> str:
     return json.dumps(mask_payload(parsed), indent=2, ensure_ascii=False, default=_decimal)
 
 
-def case_page(session: Session, reports: Reports, case_id: int) -> dict[str, Any] | None:
+def case_page(session: Session, case_id: int) -> dict[str, Any] | None:
     case = session.get(ExceptionCase, case_id)
     if case is None:
         return None
     run = latest_run(session, case.business_date)
     verdict: ReconciliationItem | None = None
-    entry: dict[str, Any] | None = None
     if run is not None:
         verdict = verdict_of(session, case, run.id)
-        entry = next(
-            (
-                e
-                for e in reports.get(session, run.id).get("exceptions", [])
-                if e.get("case_id") == case_id
-            ),
-            None,
-        )
     decided: list[InboxItem] = []
     if verdict is not None and verdict.inbox_item_id is not None:
         item = session.get(InboxItem, verdict.inbox_item_id)
@@ -171,7 +162,6 @@ def case_page(session: Session, reports: Reports, case_id: int) -> dict[str, Any
         "case": case,
         "run": run,
         "verdict": verdict,
-        "entry": entry,
         "described": described[0] if described else None,
         "events": case_events(session, case_id),
         "items": [

@@ -4,12 +4,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from reconcile.cases import iter_case_rows
+from reconcile.db import session_scope
 from reconcile.formats import br_date, brl, count, sp_time
 from reconcile.nightly import NightlyResult
 
@@ -210,8 +213,12 @@ def exceptions_table(
     return table
 
 
+# A day with thousands of exceptions prints the most urgent; the rest are a command away.
+EXCEPTIONS_SHOWN = 50
+
+
 def print_report(result: NightlyResult, console: Console) -> None:
-    report = result.report
+    report = result.summary
     console.print(
         f"[bold]Reconciliation of {br_date(report['date'])}[/] (run {result.run_id}, "
         f"as of {sp_time(report['as_of'])} São Paulo time)"
@@ -243,9 +250,28 @@ def print_report(result: NightlyResult, console: Console) -> None:
             for item in report[direction]:
                 table.add_row(item["subject"], escape(item["ref"]), brl(item["amount_cents"]))
             console.print(table)
-    if report["exceptions"]:
-        console.print(exceptions_table(report["exceptions"]))
+    shown = result.exceptions(limit=EXCEPTIONS_SHOWN) if report["open_exceptions"] else []
+    if shown:
+        console.print(exceptions_table(shown))
+    if report["open_exceptions"] > len(shown):
+        day = report["date"]
+        console.print(
+            f"above, the {count(len(shown))} most urgent of {count(report['open_exceptions'])} "
+            f"exceptions; all of them: [bold]pixrecon exceptions --date {day}[/], or for a "
+            f"spreadsheet [bold]pixrecon export --date {day} --kind exceptions --excel[/]"
+        )
     console.print(deliveries_table(report.get("deliveries", {})))
     for reason in report["incomplete_because"]:
         console.print(f"[red]not read:[/] {escape(reason)}")
     console.print(f"{VERDICT_WORDS[report['verdict']]} (exit code {result.exit_code})")
+
+
+def write_json_report(result: NightlyResult, out: TextIO) -> None:
+    """The run's report as one JSON document, its ``exceptions`` written as they are read:
+    a day of tens of thousands of exceptions never sits whole in memory."""
+    head = json.dumps(result.summary)
+    out.write(head[:-1] + (', "exceptions": [' if result.summary else '"exceptions": ['))
+    with session_scope(result.engine) as session:
+        for n, row in enumerate(iter_case_rows(session, day=result.day, by_priority=True)):
+            out.write((", " if n else "") + json.dumps(row))
+    out.write("]}\n")

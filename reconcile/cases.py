@@ -7,11 +7,11 @@ the command line and the dashboard leave the same audit trail whoever calls it."
 from __future__ import annotations
 
 import getpass
-from collections.abc import Iterable
-from datetime import date
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, Row, func, select
 from sqlmodel import Session, col
 
 from reconcile.actions import differs, suggested_action
@@ -38,6 +38,8 @@ ACTOR_MAX_LENGTH = 100
 # re-running a day, today or next month, gives the same word.
 LIFECYCLE_NEW, LIFECYCLE_PERSISTING, LIFECYCLE_RESOLVED = "new", "persisting", "resolved"
 CHUNK = 500
+# Case rows described (references looked up) per round trip of a listing.
+ROWS_PER_CHUNK = 2000
 
 
 class CaseNotFound(LookupError):
@@ -140,6 +142,18 @@ EXCEPTION_FIELDS = (
 )
 
 
+def count_cases(
+    session: Session, day: date, states: tuple[CaseState, ...] = CaseState.remaining()
+) -> int:
+    cases = table_of(ExceptionCase)
+    found = session.execute(
+        select(func.count())
+        .select_from(cases)
+        .where(cases.c.business_date == day, cases.c.state.in_([s.value for s in states]))
+    ).scalar_one()
+    return int(found)
+
+
 def case_rows(
     session: Session,
     *,
@@ -148,10 +162,44 @@ def case_rows(
     as_of: date | None = None,
     by_priority: bool = False,
     case_ids: list[int] | None = None,
+    run_id: int | None = None,
+    limit: int | None = None,
+    or_changed_since: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """Cases with what their latest run said of them (amounts, reason, priority), what to
     do, the references a person knows them by and their lifecycle. Ages count to
     ``as_of``, else to each case's own day."""
+    return list(
+        iter_case_rows(
+            session,
+            day=day,
+            states=states,
+            as_of=as_of,
+            by_priority=by_priority,
+            case_ids=case_ids,
+            run_id=run_id,
+            limit=limit,
+            or_changed_since=or_changed_since,
+        )
+    )
+
+
+def iter_case_rows(
+    session: Session,
+    *,
+    day: date | None = None,
+    states: tuple[CaseState, ...] = CaseState.remaining(),
+    as_of: date | None = None,
+    by_priority: bool = False,
+    case_ids: list[int] | None = None,
+    run_id: int | None = None,
+    limit: int | None = None,
+    or_changed_since: datetime | None = None,
+) -> Iterator[dict[str, Any]]:
+    """``case_rows`` a chunk at a time, for listings of any size: a bad day has tens of
+    thousands of cases, and only one chunk of them (with its references) is held at once.
+    ``run_id``: only the cases that run raised. ``or_changed_since``: also the cases in
+    any other state that people changed since then (resolved after the run, say)."""
     cases, items = table_of(ExceptionCase), table_of(ReconciliationItem)
     earlier = cases.alias("earlier")
     # One index probe a case (``ix_exception_case_subject_ref``), even for tens of
@@ -191,16 +239,23 @@ def case_rows(
             & (items.c.subject == cases.c.subject)
             & (items.c.ref == cases.c.ref),
         )
-        .where(cases.c.state.in_([state.value for state in states]))
     )
+    wanted: ColumnElement[bool] = cases.c.state.in_([state.value for state in states])
+    if or_changed_since is not None:
+        wanted = wanted | (cases.c.updated_at >= or_changed_since)
+    stmt = stmt.where(wanted)
     if day is not None:
         stmt = stmt.where(cases.c.business_date == day)
     if case_ids is not None:
         stmt = stmt.where(cases.c.id.in_(case_ids))
+    if run_id is not None:
+        stmt = stmt.where(cases.c.last_seen_run_id == run_id)
     if by_priority:
         stmt = stmt.order_by(items.c.priority, cases.c.subject, cases.c.ref)
     else:
         stmt = stmt.order_by(cases.c.business_date, cases.c.id)
+    if limit is not None:
+        stmt = stmt.limit(limit)
     # A bad day has tens of thousands of cases saying the same few things: one string
     # object for each repeated text, not one a row (measured: a third of the run's peak).
     shared: dict[str, str] = {}
@@ -208,9 +263,20 @@ def case_rows(
     def one(text: str | None) -> str | None:
         return None if text is None else shared.setdefault(text, text)
 
+    result = session.execute(stmt.execution_options(yield_per=ROWS_PER_CHUNK))
+    for chunk in result.partitions():
+        yield from _described(session, chunk, as_of, one)
+
+
+def _described(
+    session: Session,
+    chunk: Sequence[Row[Any]],
+    as_of: date | None,
+    one: Callable[[str | None], str | None],
+) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     entries: list[int | None] = []
-    for row in session.execute(stmt):
+    for row in chunk:
         seen = _lifecycle(row.state, row.business_date, row.seen_before, as_of)
         described = {
             "case_id": row.id,

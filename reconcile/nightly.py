@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import Engine, case, delete, func, literal, select, text, update
@@ -16,7 +17,7 @@ from sqlmodel import Session, col
 
 # The report's exceptions are the cases' rows: one column list for every listing.
 from reconcile.cases import EXCEPTION_FIELDS as EXCEPTION_FIELDS
-from reconcile.cases import case_rows
+from reconcile.cases import case_rows, count_cases
 from reconcile.db import dialect_of, insert_for, session_scope, table_of
 from reconcile.matching.amount_due import flag_disagreeing_components, record_amounts_due
 from reconcile.matching.automatico import judge_missed_cycles, judge_recurring_charges
@@ -64,12 +65,30 @@ REMAINING = tuple(state.value for state in CaseState.remaining())
 @dataclass(frozen=True)
 class NightlyResult:
     run_id: int
-    report: dict[str, Any]
+    # What is stored with the run: every figure of the day, the open exceptions counted.
+    summary: dict[str, Any]
     verdict: DayVerdict
+    engine: Engine = field(repr=False, compare=False)
 
     @property
     def exit_code(self) -> int:
         return self.verdict.exit_code
+
+    @property
+    def day(self) -> date:
+        return date.fromisoformat(self.summary["date"])
+
+    def exceptions(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The day's open exceptions, most urgent first, as they stand now."""
+        with session_scope(self.engine) as session:
+            return case_rows(session, day=self.day, by_priority=True, limit=limit)
+
+    @cached_property
+    def report(self) -> dict[str, Any]:
+        """The summary with every open exception listed: built on demand, in the process
+        that asks, because a bad day has tens of thousands of them (``summary`` alone is
+        what the run keeps)."""
+        return {**self.summary, "exceptions": self.exceptions()}
 
 
 def _statement_known(session: Session, day: date) -> bool:
@@ -258,7 +277,7 @@ def reconcile_day(
             drift = balance_drift(session, ctx)
             bridge = day_bridge(session, ctx, drift)
             _sync_cases(session, ctx)
-            exceptions = case_rows(session, day=day, by_priority=True)
+            open_exceptions = count_cases(session, day)
             counts = _counts(session, run_id)
             pending = pending_items(session, ctx)
             incomplete = incomplete_because(
@@ -266,7 +285,7 @@ def reconcile_day(
             )
             verdict = judge(
                 incomplete=incomplete,
-                exceptions=len(exceptions),
+                exceptions=open_exceptions,
                 residual=bridge["residual_cents"],
                 pending=sum(c.get("pending", 0) for c in counts.values()),
             )
@@ -293,7 +312,7 @@ def reconcile_day(
                 "pending": pending,
                 "carried_in": carried_items(session, ctx, "in"),
                 "carried_out": carried_items(session, ctx, "out"),
-                "exceptions": exceptions,
+                "open_exceptions": open_exceptions,
             }
             session.execute(
                 update(ReconciliationRun)
@@ -315,7 +334,7 @@ def reconcile_day(
             )
         raise
     _prune_earlier_runs(engine, day, run_id)
-    return NightlyResult(run_id=run_id, report=report, verdict=verdict)
+    return NightlyResult(run_id=run_id, summary=report, verdict=verdict, engine=engine)
 
 
 def _prune_earlier_runs(engine: Engine, day: date, run_id: int) -> None:

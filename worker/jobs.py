@@ -140,7 +140,7 @@ class PeriodicJobs:
                     "reconciled_today",
                     run_id=result.run_id,
                     verdict=result.verdict.value,
-                    exceptions=len(result.report["exceptions"]),
+                    exceptions=result.summary["open_exceptions"],
                 )
                 return True
 

@@ -3,7 +3,6 @@ and answer with a report and an exit code."""
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import date
 from enum import StrEnum
@@ -16,7 +15,7 @@ from sqlalchemy import Engine
 
 from pixrecon.bootstrap import StartupError, open_database, setup_logging
 from pixrecon.commands.common import FormatOption, OutputFormat, console, fail, one_line, progress
-from pixrecon.report import print_report
+from pixrecon.report import print_report, write_json_report
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.exports.files import Format, Kind, encoded, open_export
 from reconcile.exports.table import ExportError
@@ -126,7 +125,7 @@ def reconcile_command(
     if export is not None:
         _export_exceptions(engine, business_day, *export)
     if output is OutputFormat.json:
-        sys.stdout.write(json.dumps(result.report) + "\n")
+        write_json_report(result, sys.stdout)
     else:
         print_report(result, console)
     raise typer.Exit(result.exit_code)

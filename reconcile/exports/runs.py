@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import Engine, func, select
@@ -22,6 +22,7 @@ COMPLETED = "completed"
 class DayRun:
     day: date
     run_id: int
+    started_at: datetime
     report: dict[str, Any]
     items: int
     """How many verdicts (``reconciliation_item`` rows) the run kept."""
@@ -32,7 +33,7 @@ def latest_completed_run(engine: Engine, day: date, *, count_items: bool = False
     runs, items = table_of(ReconciliationRun), table_of(ReconciliationItem)
     with session_scope(engine) as session:
         found = session.execute(
-            select(runs.c.id, runs.c.report)
+            select(runs.c.id, runs.c.started_at, runs.c.report)
             .where(runs.c.business_date == day, runs.c.status == COMPLETED)
             .order_by(runs.c.id.desc())
             .limit(1)
@@ -45,4 +46,10 @@ def latest_completed_run(engine: Engine, day: date, *, count_items: bool = False
                 select(func.count()).select_from(items).where(items.c.run_id == found.id)
             ).scalar_one()
     report: dict[str, Any] = json.loads(found.report) if found.report else {}
-    return DayRun(day=day, run_id=int(found.id), report=report, items=int(count))
+    return DayRun(
+        day=day,
+        run_id=int(found.id),
+        started_at=found.started_at,
+        report=report,
+        items=int(count),
+    )

@@ -3,14 +3,19 @@ every field with ``--wide``, and delivery facts apart from money."""
 
 from __future__ import annotations
 
+import io
+import json
 import re
 from datetime import date, timedelta
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from sqlalchemy import Engine
 
-from pixrecon.report import print_report
+from pixrecon.report import print_report, write_json_report
+from reconcile.db import session_scope
+from reconcile.models import ReconciliationRun
 from reconcile.nightly import NightlyResult, reconcile_day
 from reconcile.timeutil import business_day_bounds
 from tests.cli_support import clean_env, run_pixrecon
@@ -90,3 +95,37 @@ def test_exceptions_at_80_columns_and_wide(
     assert "R$ 1.234,50" in row
     assert "Pedido 4711" in row
     assert len(result.report["exceptions"]) == 3
+
+
+def test_a_day_of_many_exceptions_prints_the_most_urgent_and_says_where_the_rest_are(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, _e2e = _day(engine)
+    monkeypatch.setattr("pixrecon.report.EXCEPTIONS_SHOWN", 1)
+    console = Console(width=80, record=True, color_system=None)
+    print_report(result, console)
+    text = console.export_text()
+    _fits(text)
+    urgent = result.exceptions(limit=1)[0]
+    assert re.search(rf"^│ {urgent['case_id']}\b", text, re.M)
+    shown = {e["case_id"] for e in result.report["exceptions"]} - {urgent["case_id"]}
+    assert not any(re.search(rf"^│ {case_id}\b", text, re.M) for case_id in shown)
+    assert "above, the 1 most urgent of 3 exceptions" in " ".join(text.split())
+    assert "pixrecon export --date 2026-03-10 --kind exceptions --excel" in " ".join(text.split())
+
+
+def test_the_run_keeps_a_summary_and_the_json_report_lists_every_exception(
+    engine: Engine,
+) -> None:
+    result, _e2e = _day(engine)
+    with session_scope(engine) as session:
+        stored = json.loads(session.get(ReconciliationRun, result.run_id).report)  # type: ignore[union-attr, arg-type]
+    assert "exceptions" not in stored, "the run keeps counts; the cases hold the rows"
+    assert stored["open_exceptions"] == 3 == result.summary["open_exceptions"]
+    out = io.StringIO()
+    write_json_report(result, out)
+    written = json.loads(out.getvalue())
+    assert written == json.loads(json.dumps(result.report))
+    assert [e["case_id"] for e in written["exceptions"]] == [
+        e["case_id"] for e in result.exceptions()
+    ]
