@@ -1,21 +1,32 @@
 """Turning inbox items into domain rows. Idempotent: an item is processed at most once,
-and every domain write is keyed, so a re-delivered message changes nothing."""
+and every domain write is keyed, so a re-delivered message changes nothing.
+
+A batch is written a kind at a time: the rows of every Pix of the batch in one statement
+(``reconcile.handlers.BATCH_HANDLERS``), no savepoint. Should that statement fail, the
+transaction is rolled back and the batch done again item by item, each in a savepoint, so
+one bad item fails alone and the rest are stored."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from sqlalchemy import Engine, select
-from sqlmodel import col
+from sqlalchemy.exc import DataError, IntegrityError
+from sqlmodel import Session, col
 
 from reconcile.db import session_scope
-from reconcile.handlers import HANDLERS, PermanentItemError
+from reconcile.handlers import BATCH_HANDLERS, HANDLERS, PermanentItemError
 from reconcile.logs import get_logger
+from reconcile.masking import mask_text
 from reconcile.models import InboxItem, ItemStatus
 from reconcile.timeutil import utcnow
 
 log = get_logger(__name__)
+
+# What a batch statement can meet that one of its items, alone, would have met too.
+ITEM_ERRORS = (IntegrityError, DataError)
 
 
 @dataclass
@@ -30,39 +41,93 @@ class ProcessReport:
 def process_items(engine: Engine, item_ids: Sequence[int]) -> ProcessReport:
     """Process pending items in one transaction; rows are locked so that two workers
     handed the same id do the work once."""
-    report = ProcessReport()
     if not item_ids:
-        return report
+        return ProcessReport()
+    ids = sorted(set(item_ids))
+    try:
+        with session_scope(engine) as session:
+            return _process(session, ids, by_item=False)
+    except ITEM_ERRORS as exc:
+        log.info("batch_retried_item_by_item", items=len(ids), error=type(exc).__name__)
     with session_scope(engine) as session:
-        stmt = (
-            select(InboxItem)
-            .where(col(InboxItem.id).in_(sorted(set(item_ids))))
-            .order_by(col(InboxItem.id))
-            .with_for_update()
-        )
-        items = {item.id: item for item in session.execute(stmt).scalars()}
-        now = utcnow()
-        for item_id in sorted(set(item_ids)):
-            item = items.get(item_id)
-            if item is None or item.status != ItemStatus.PENDING.value:
-                report.skipped.append(item_id)
-                continue
-            item.attempts += 1
-            handler = HANDLERS.get(item.kind)
-            if handler is None:
-                item.status = ItemStatus.UNSUPPORTED.value
-                report.unsupported.append(item_id)
-                continue
+        return _process(session, ids, by_item=True)
+
+
+def _process(session: Session, ids: list[int], *, by_item: bool) -> ProcessReport:
+    report = ProcessReport()
+    stmt = (
+        select(InboxItem)
+        .where(col(InboxItem.id).in_(ids))
+        .order_by(col(InboxItem.id))
+        .with_for_update()
+    )
+    items = {item.id: item for item in session.execute(stmt).scalars()}
+    now = utcnow()
+    batches: dict[str, list[InboxItem]] = {}
+    for item_id in ids:
+        item = items.get(item_id)
+        if item is None or item.status != ItemStatus.PENDING.value:
+            report.skipped.append(item_id)
+            continue
+        item.attempts += 1
+        if not by_item and item.kind in BATCH_HANDLERS:
+            batches.setdefault(item.kind, []).append(item)
+        else:
+            _one(session, item, report, now)
+    for kind, batch in batches.items():
+        handler = BATCH_HANDLERS[kind]
+        rows, stored = [], []
+        for item in batch:
             try:
-                with session.begin_nested():
-                    handler(session, item)
+                rows.append(handler.row(item))
             except PermanentItemError as exc:
-                item.status = ItemStatus.FAILED.value
-                item.error = str(exc)
-                report.failed.append(item_id)
-                log.warning("inbox_item_failed", item_id=item_id, kind=item.kind, error=str(exc))
+                _failed(item, exc, report)
                 continue
-            item.status = ItemStatus.PROCESSED.value
-            item.processed_at = now
-            report.processed.append(item_id)
+            stored.append(item)
+        handler.write(session, rows)
+        for item in stored:
+            _processed(item, report, now)
     return report
+
+
+def _one(session: Session, item: InboxItem, report: ProcessReport, now: datetime) -> None:
+    handler = HANDLERS.get(item.kind)
+    if handler is None:
+        item.status = ItemStatus.UNSUPPORTED.value
+        report.unsupported.append(_id(item))
+        return
+    try:
+        with session.begin_nested():
+            handler(session, item)
+    except (PermanentItemError, *ITEM_ERRORS) as exc:
+        _failed(item, exc, report)
+        return
+    _processed(item, report, now)
+
+
+def _id(item: InboxItem) -> int:
+    assert item.id is not None
+    return item.id
+
+
+def _processed(item: InboxItem, report: ProcessReport, now: datetime) -> None:
+    item.status = ItemStatus.PROCESSED.value
+    item.processed_at = now
+    report.processed.append(_id(item))
+
+
+def _failed(item: InboxItem, exc: Exception, report: ProcessReport) -> None:
+    error = str(exc) if isinstance(exc, PermanentItemError) else _database_refusal(exc)
+    item.status = ItemStatus.FAILED.value
+    item.error = error
+    report.failed.append(_id(item))
+    log.warning("inbox_item_failed", item_id=item.id, kind=item.kind, error=error)
+
+
+def _database_refusal(exc: Exception) -> str:
+    """What the database refused, in one line: its first line names the column or the
+    constraint; a value it quotes is masked like any text that may hold a document."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    first = mask_text(lines[0]) if lines else ""
+    return f"the database refused the item's row: {type(cause).__name__}: {first}"

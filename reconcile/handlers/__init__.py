@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from sqlmodel import Session
 
 from reconcile.handlers.accounts import handle_cashout, handle_infraction, handle_movement
 from reconcile.handlers.automatico import handle_cobr, handle_rec
 from reconcile.handlers.charges import handle_charge
-from reconcile.handlers.common import PermanentItemError
-from reconcile.handlers.pix import handle_pix, handle_pix_refund
+from reconcile.handlers.common import PermanentItemError, insert_ignore_many, upsert_latest_many
+from reconcile.handlers.pix import REFUND_KEY, handle_pix, handle_pix_refund, pix_row, refund_row
 from reconcile.handlers.statement import handle_balance, handle_statement
-from reconcile.models import InboxItem, ItemKind
+from reconcile.models import InboxItem, ItemKind, PixReceived, PixRefund
 
 Handler = Callable[[Session, InboxItem], None]
 
@@ -31,4 +33,27 @@ HANDLERS: dict[str, Handler] = {
     ItemKind.CHARGE.value: handle_charge,
 }
 
-__all__ = ["HANDLERS", "Handler", "PermanentItemError"]
+
+@dataclass(frozen=True)
+class BatchHandler:
+    """A kind whose items become rows of one table, so that a batch of them is written
+    with one statement: ``row`` reads an item (``PermanentItemError`` when it cannot),
+    ``write`` stores the rows of a whole batch."""
+
+    row: Callable[[InboxItem], dict[str, Any]]
+    write: Callable[[Session, Sequence[dict[str, Any]]], None]
+
+
+# The kinds that arrive by the thousand; every other kind goes item by item (``HANDLERS``),
+# and so does a batch whose statement failed, to find the item that failed it.
+BATCH_HANDLERS: dict[str, BatchHandler] = {
+    ItemKind.PIX.value: BatchHandler(
+        pix_row, lambda session, rows: insert_ignore_many(session, PixReceived, rows)
+    ),
+    ItemKind.PIX_REFUND.value: BatchHandler(
+        refund_row,
+        lambda session, rows: upsert_latest_many(session, PixRefund, REFUND_KEY, rows),
+    ),
+}
+
+__all__ = ["BATCH_HANDLERS", "HANDLERS", "BatchHandler", "Handler", "PermanentItemError"]

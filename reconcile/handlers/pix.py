@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlmodel import Session
 
 from reconcile.handlers.common import (
@@ -25,7 +27,8 @@ log = get_logger(__name__)
 REFUND_RANK = {"EM_PROCESSAMENTO": 1, "DEVOLVIDO": 2, "NAO_REALIZADO": 2}
 
 
-def handle_pix(session: Session, item: InboxItem) -> None:
+def pix_row(item: InboxItem) -> dict[str, Any]:
+    """The ``pix_received`` row an item makes (``PermanentItemError`` when it cannot)."""
     pix = validate(PixItem, parse_payload(item), "Pix payload")
     require_key(pix, "Pix payload")
     assert pix.endToEndId is not None
@@ -37,31 +40,7 @@ def handle_pix(session: Session, item: InboxItem) -> None:
     # Listed by the provider's API with its amount: that is the confirmation. Notified
     # only, or an amount nobody could read: to be looked up before the money counts.
     confirmed = item.source == Source.POLL.value and amount is not None
-    insert_ignore(
-        session,
-        PixReceived,
-        {
-            "end_to_end_id": pix.endToEndId,
-            "txid": pix.txid,
-            "amount_cents": amount,
-            "horario": horario,
-            "horario_raw": pix.horario,
-            "chave": pix.chave,
-            "info_pagador": pix.infoPagador,
-            "payer_document": document,
-            "payer_name": payer.nome if payer else None,
-            "components": pix.components_json(),
-            "inbox_item_id": item.id,
-            "created_at": now,
-            "confirmation": (
-                Confirmation.CONFIRMED.value if confirmed else Confirmation.PENDING.value
-            ),
-            "confirmed_amount_cents": amount if confirmed else None,
-            "confirmed_at": now if confirmed else None,
-            "next_check_at": None if confirmed else now,
-        },
-    )
-    log.info(
+    log.debug(
         "pix_received",
         item_id=item.id,
         end_to_end_id=pix.endToEndId,
@@ -70,9 +49,32 @@ def handle_pix(session: Session, item: InboxItem) -> None:
         horario_valid=horario is not None,
         payer_document=document,
     )
+    return {
+        "end_to_end_id": pix.endToEndId,
+        "txid": pix.txid,
+        "amount_cents": amount,
+        "horario": horario,
+        "horario_raw": pix.horario,
+        "chave": pix.chave,
+        "info_pagador": pix.infoPagador,
+        "payer_document": document,
+        "payer_name": payer.nome if payer else None,
+        "components": pix.components_json(),
+        "inbox_item_id": item.id,
+        "created_at": now,
+        "confirmation": (Confirmation.CONFIRMED.value if confirmed else Confirmation.PENDING.value),
+        "confirmed_amount_cents": amount if confirmed else None,
+        "confirmed_at": now if confirmed else None,
+        "next_check_at": None if confirmed else now,
+    }
 
 
-def handle_pix_refund(session: Session, item: InboxItem) -> None:
+def handle_pix(session: Session, item: InboxItem) -> None:
+    insert_ignore(session, PixReceived, pix_row(item))
+
+
+def refund_row(item: InboxItem) -> dict[str, Any]:
+    """The ``pix_refund`` row an item makes (``PermanentItemError`` when it cannot)."""
     payload = parse_payload(item)
     end_to_end_id = payload.get("endToEndId") if isinstance(payload, dict) else None
     if not isinstance(end_to_end_id, str):
@@ -87,25 +89,27 @@ def handle_pix_refund(session: Session, item: InboxItem) -> None:
     times = refund.horario
     status = refund.status or UNKNOWN_STATUS
     amount = to_cents(refund.valor) if refund.valor is not None else None
-    upsert_latest(
-        session,
-        PixRefund,
-        ["end_to_end_id", "refund_id"],
-        {
-            "end_to_end_id": end_to_end_id,
-            "refund_id": refund_id,
-            "rtr_id": refund.rtrId,
-            "amount_cents": amount,
-            "natureza": refund.natureza,
-            "status": status,
-            "motivo": refund.motivo,
-            "requested_at": read_timestamp(times.solicitacao) if times else None,
-            "settled_at": read_timestamp(times.liquidacao) if times else None,
-            "rank": REFUND_RANK.get(status, 0),
-            "inbox_item_id": item.id,
-            **refund_confirmation(item, amount),
-        },
-    )
+    return {
+        "end_to_end_id": end_to_end_id,
+        "refund_id": refund_id,
+        "rtr_id": refund.rtrId,
+        "amount_cents": amount,
+        "natureza": refund.natureza,
+        "status": status,
+        "motivo": refund.motivo,
+        "requested_at": read_timestamp(times.solicitacao) if times else None,
+        "settled_at": read_timestamp(times.liquidacao) if times else None,
+        "rank": REFUND_RANK.get(status, 0),
+        "inbox_item_id": item.id,
+        **refund_confirmation(item, amount),
+    }
+
+
+REFUND_KEY = ["end_to_end_id", "refund_id"]
+
+
+def handle_pix_refund(session: Session, item: InboxItem) -> None:
+    upsert_latest(session, PixRefund, REFUND_KEY, refund_row(item))
 
 
 def refund_confirmation(item: InboxItem, amount_cents: int | None) -> dict[str, object]:

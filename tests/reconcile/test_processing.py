@@ -4,10 +4,13 @@ from decimal import Decimal
 
 import pytest
 from sqlalchemy import Engine, select
+from sqlmodel import col
 
 from reconcile.db import session_scope
+from reconcile.handlers import BATCH_HANDLERS, BatchHandler
+from reconcile.handlers import pix as pix_handlers
 from reconcile.inbox import NewItem, dump_json, store_items
-from reconcile.models import InboxItem, PixReceived, Source
+from reconcile.models import InboxItem, PixReceived, PixRefund, Source
 from reconcile.processing import process_items
 from tests.factories import pix
 
@@ -84,3 +87,80 @@ def test_unknown_kind_is_unsupported_not_failed(engine: Engine) -> None:
         )
     report = process_items(engine, stored.new_ids)
     assert report.unsupported == stored.new_ids
+
+
+def _store_many(engine: Engine, items: list[tuple[str, str, dict[str, object]]]) -> list[int]:
+    with session_scope(engine) as session:
+        result = store_items(
+            session,
+            [NewItem(kind=kind, key=key, payload=dump_json(body)) for kind, key, body in items],
+            source=Source.WEBHOOK,
+        )
+    return result.new_ids
+
+
+def _refund(e2e: str, status: str) -> dict[str, object]:
+    return {
+        "endToEndId": e2e,
+        "devolucao": {
+            "id": "D1",
+            "rtrId": "D1823612020261122120000000001",
+            "valor": "10.00",
+            "status": status,
+        },
+    }
+
+
+def test_a_batch_stores_every_pix_once_and_keeps_each_refunds_latest_fact(
+    engine: Engine,
+) -> None:
+    bodies = [pix(txid=None) for _ in range(250)]
+    e2e = str(bodies[0]["endToEndId"])
+    items = [("pix", f"pix:{b['endToEndId']}", b) for b in bodies]
+    # Two facts of one refund in one batch, the later one first: the settled one stays.
+    items += [
+        ("pix_refund", "refund:D1:DEVOLVIDO", _refund(e2e, "DEVOLVIDO")),
+        ("pix_refund", "refund:D1:EM_PROCESSAMENTO", _refund(e2e, "EM_PROCESSAMENTO")),
+        ("pix", "pix:broken", {"valor": "1.00"}),
+    ]
+    ids = _store_many(engine, items)
+    report = process_items(engine, ids)
+    assert len(report.processed) == 252
+    assert len(report.failed) == 1
+    with session_scope(engine) as session:
+        rows = session.execute(select(col(PixReceived.end_to_end_id))).scalars().all()
+        refunds = session.execute(select(PixRefund)).scalars().all()
+        statuses = {i.status for i in session.execute(select(InboxItem)).scalars()}
+    assert sorted(rows) == sorted(str(b["endToEndId"]) for b in bodies)
+    assert [(r.status, r.amount_cents) for r in refunds] == [("DEVOLVIDO", 1000)]
+    assert statuses == {"processed", "failed"}
+
+
+def test_a_row_the_database_refuses_fails_its_item_alone(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The readers stop what a column cannot hold before it reaches the database; should a
+    row get through anyway, its batch is done again item by item and only it fails."""
+    real = pix_handlers.pix_row
+
+    def row(item: InboxItem) -> dict[str, object]:
+        made = real(item)
+        return {**made, "end_to_end_id": None} if item.key == "pix:poison" else made
+
+    monkeypatch.setattr(pix_handlers, "pix_row", row)
+    batch = BATCH_HANDLERS["pix"]
+    monkeypatch.setitem(BATCH_HANDLERS, "pix", BatchHandler(row, batch.write))
+    good = [pix(txid=None) for _ in range(3)]
+    items = [("pix", f"pix:{b['endToEndId']}", b) for b in good]
+    ids = _store_many(engine, [*items, ("pix", "pix:poison", pix(txid=None))])
+    report = process_items(engine, ids)
+    assert report.failed == [ids[-1]]
+    assert sorted(report.processed) == ids[:-1]
+    with session_scope(engine) as session:
+        stored = set(session.execute(select(col(PixReceived.end_to_end_id))).scalars())
+        failed = session.get(InboxItem, ids[-1])
+    assert stored == {str(b["endToEndId"]) for b in good}
+    assert failed is not None
+    assert failed.status == "failed"
+    assert failed.error is not None
+    assert failed.error.startswith("the database refused the item's row: ")
