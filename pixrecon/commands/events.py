@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from sqlalchemy import Engine
 
 from pixrecon.commands.common import (
     FormatOption,
@@ -20,7 +22,7 @@ from pixrecon.commands.common import (
 )
 from reconcile.db import session_scope
 from reconcile.models import ItemStatus, Source
-from reconcile.settings import get_settings
+from reconcile.settings import Settings, get_settings
 
 events_app = typer.Typer(
     help="Inbox items (every notification and polled item). Without a subcommand: list them.",
@@ -114,30 +116,143 @@ def events_show(
 
 @events_app.command("replay")
 def events_replay(
-    item_id: Annotated[int, typer.Argument(metavar="ID", help="inbox item id")],
+    item_id: Annotated[
+        int | None, typer.Argument(metavar="[ID]", help="one inbox item, by id")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="items received at or after this time: 2026-11-22 or 2026-11-22T14:30 "
+            "(São Paulo time unless an offset is given)"
+        ),
+    ] = None,
+    kind: Annotated[
+        str | None, typer.Option(help="items of this kind (pix, pix_refund, …)")
+    ] = None,
+    ref: Annotated[
+        str | None,
+        typer.Option(help="items carrying this reference (endToEndId, txid, rtrId, …)"),
+    ] = None,
+    status: Annotated[
+        list[ItemStatus] | None,
+        typer.Option(
+            help="items in this status (repeatable); default failed and unsupported. "
+            "Processed items are never selected"
+        ),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="at most N items, oldest first")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="list what would be replayed; change nothing")
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="replay the item ID even if it was processed (its writes are keyed: "
+            "nothing it did happens twice)",
+        ),
+    ] = False,
+    output: FormatOption = OutputFormat.table,
 ) -> None:
-    """Process an item again (failed, unsupported or ignored ones included); domain writes
-    are keyed, so replaying a processed item changes nothing it already did."""
-    from reconcile.inbox import replay
-    from reconcile.processing import process_items
+    """Process items again — one by id, or a selection: failed since a time, of a kind,
+    carrying a reference. Processed items are skipped (a replay never does an effect twice);
+    every replay, dry runs too, is recorded with who, when and how many.
 
+    Exit codes: 0 replayed (or nothing matched); 1 ID is processed and --force was not
+    given; 2 bad options, unknown ID, or the database is unreachable."""
+    from reconcile.cases import command_line_actor
+    from reconcile.replay import NothingSelected, Selection, replay_items
+
+    try:
+        selection = Selection(
+            item_id=item_id,
+            since=_moment(since) if since is not None else None,
+            kind=kind,
+            ref=ref,
+            statuses=tuple(status or ()),
+            limit=limit,
+            force=force,
+        )
+    except NothingSelected as exc:
+        raise fail(str(exc)) from None
     settings = get_settings()
     engine = database_or_exit(settings, auto_upgrade=False)
-    with session_scope(engine) as session:
-        if replay(session, item_id) is None:
-            raise fail(f"no inbox item {item_id}")
+    result = replay_items(engine, selection, actor=command_line_actor(), dry_run=dry_run)
+    if item_id is not None and result.refused is None and not result.chosen:
+        raise fail(f"no inbox item {item_id}")
+    if result.refused is not None:
+        raise fail(
+            f"item {item_id} was already processed: replaying it would do nothing new "
+            "(use --force to run it again anyway)",
+            code=1,
+        )
+    sent = _send(settings, engine, result.flipped) if result.flipped else ""
+    rows = [
+        {
+            "id": item.id,
+            "kind": item.kind,
+            "key": item.key,
+            "status_before": item.status,
+            "received_at": item.received_at.isoformat(),
+        }
+        for item in result.chosen
+    ]
+    if output is OutputFormat.json:
+        body = {
+            "dry_run": dry_run,
+            "selected": len(result.chosen),
+            "replayed": len(result.flipped),
+            "by_kind": result.by_kind(),
+            "recorded_as": result.action_id,
+            "items": rows,
+        }
+        sys.stdout.write(json.dumps(body, indent=2) + "\n")
+        return
+    from reconcile.formats import sp_time
+
+    table = Table("id", "kind", "key", "status before", "received (São Paulo)")
+    for item in result.chosen:
+        table.add_row(str(item.id), item.kind, item.key, item.status, sp_time(item.received_at))
+    if result.chosen:
+        console.print(table)
+    if dry_run:
+        console.print(f"would replay {len(result.chosen)} items; nothing changed (dry run)")
+    elif not result.chosen:
+        console.print("no item matched: nothing replayed")
+    else:
+        skipped = len(result.chosen) - len(result.flipped)
+        console.print(
+            f"{len(result.flipped)} items pending again{sent}"
+            + (f"; {skipped} changed meanwhile and were left alone" if skipped else "")
+        )
+
+
+def _moment(raw: str) -> datetime:
+    from reconcile.timeutil import BUSINESS_TZ
+
+    try:
+        moment = datetime.fromisoformat(raw)
+    except ValueError:
+        raise fail(f"--since {raw!r} is not a date or time like 2026-11-22T14:30") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=BUSINESS_TZ)
+
+
+def _send(settings: Settings, engine: Engine, ids: list[int]) -> str:
+    """After the commit: to the workers in production, processed here in single-node mode."""
     if settings.broker_url:
         from worker.runtime import build_runtime
 
         broker_or_exit(settings, reachable=False)
-        if build_runtime(settings, engine).dispatcher.dispatch([item_id]):
-            console.print(f"item {item_id} is pending again and was sent to the workers")
-        else:
-            console.print(f"item {item_id} is pending again; the workers' sweeper will send it")
-        return
-    report = process_items(engine, [item_id])
-    outcome = "processed" if report.processed else "failed" if report.failed else "unsupported"
-    console.print(f"item {item_id} replayed: {outcome}")
+        if build_runtime(settings, engine).dispatcher.dispatch(ids):
+            return ", sent to the workers"
+        return "; the workers' sweeper will send them"
+    from reconcile.processing import process_items
+
+    report = process_items(engine, ids)
+    return (
+        f" and processed here: {len(report.processed)} processed, {len(report.failed)} "
+        f"failed, {len(report.unsupported)} unsupported"
+    )
 
 
 @events_app.command("ignore")
