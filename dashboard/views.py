@@ -30,7 +30,7 @@ from reconcile.cases import add_lifecycle, case_events, case_rows
 from reconcile.formats import brl
 from reconcile.masking import SENSITIVE_KEYS, mask_text, mask_value
 from reconcile.models import CaseState, ExceptionCase, InboxItem, ReconciliationItem, StatementEntry
-from reconcile.queries import deliveries_of, inbox_item_view, items_by_ref
+from reconcile.queries import deliveries_of, inbox_item_view, items_by_ref, webhook_coverage
 from reconcile.references import add_references
 from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, business_today, utcnow
 
@@ -180,23 +180,6 @@ def case_page(session: Session, case_id: int) -> dict[str, Any] | None:
 # --- recent days -----------------------------------------------------------------------
 
 
-def _coverage(counts: dict[str, int] | None) -> dict[str, Any]:
-    """Movements of a day by how pixrecon learned of them, from its latest run's verdicts:
-    ``missing_webhook`` is a movement known only from the API or the statement (found by
-    polling); every other verdict is of a movement a webhook announced. Read from the
-    report, not by scanning the day's Pix again: a run has already counted them."""
-    if not counts:
-        return {"webhook": None, "poll_only": None, "share": None}
-    movements = sum(n for status, n in counts.items() if status != "duplicate")
-    poll_only = counts.get("missing_webhook", 0)
-    webhook = movements - poll_only
-    return {
-        "webhook": webhook,
-        "poll_only": poll_only,
-        "share": webhook / movements if movements else None,
-    }
-
-
 def _hour_label(hour: int) -> str:
     return datetime.fromtimestamp(hour * 3600, BUSINESS_TZ).strftime("%Hh")
 
@@ -222,7 +205,7 @@ def recent_page(
                 "refunded": totals.get("refunds", {}).get("api"),
             }
         )
-        coverage.append({"day": day, **_coverage(report.get("counts"))})
+        coverage.append({"day": day, **webhook_coverage(report.get("counts"))})
     # The hours of one day are read live: one grouped statement over that day's Pix.
     hour_start, hour_end = business_day_bounds(hours_of)
     hours = hourly_pix(session, hour_start, hour_end)

@@ -306,7 +306,7 @@ def run_demo(*, pix_count: int, seed: int, database_url: str, console: Console) 
                 window_start,
                 utcnow() + timedelta(minutes=1),
                 families=(Family.QRCODE,),
-                on_new=node.runtime.dispatcher.dispatch,
+                on_new=node.runtime.dispatcher.from_polls,
             )
             polled = fetched.steps["received_pix"]
             progress.update(poll_task, completed=polled.seen)

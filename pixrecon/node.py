@@ -9,6 +9,7 @@ from starlette.applications import Starlette
 
 from dashboard.app import create_dashboard
 from receiver.app import create_app
+from reconcile.metrics_state import DatabaseStateCollector
 from reconcile.settings import Settings
 from worker.runtime import InProcessWorker, WorkerRuntime, build_runtime
 
@@ -18,14 +19,18 @@ class Node:
         self.settings = settings
         self.engine = engine
         self.runtime: WorkerRuntime = build_runtime(settings, engine)
-        self.app: Starlette = create_app(settings, engine, self.runtime.dispatcher.dispatch)
+        in_process = self.runtime.in_process
+        self.app: Starlette = create_app(
+            settings,
+            engine,
+            self.runtime.dispatcher.dispatch,
+            state_metrics=DatabaseStateCollector(engine, settings) if in_process else None,
+        )
         # A sub-application with its own session middleware: webhook deliveries never
         # read or write a cookie. Without users configured it answers 404 (docs/dashboards.md).
         self.app.mount("/dashboard", create_dashboard(settings, engine))
         self._workers = (
-            InProcessWorker(self.runtime, settings.worker_threads)
-            if self.runtime.in_process
-            else None
+            InProcessWorker(self.runtime, settings.worker_threads) if in_process else None
         )
 
     def __enter__(self) -> Node:

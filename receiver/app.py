@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 
+from prometheus_client.registry import Collector
 from sqlalchemy import Engine
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -34,8 +35,16 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return problem_response(problem, getattr(request.state, "request_id", None))
 
 
-def create_app(settings: Settings, engine: Engine, dispatch: Dispatch | None = None) -> Starlette:
-    metrics = ReceiverMetrics()
+def create_app(
+    settings: Settings,
+    engine: Engine,
+    dispatch: Dispatch | None = None,
+    *,
+    state_metrics: Collector | None = None,
+) -> Starlette:
+    """``state_metrics``: gauges read from the database, which ``/metrics`` serves in
+    single-node mode (in production the workers' metrics server does)."""
+    metrics = ReceiverMetrics(state_metrics)
     outbox = Outbox(dispatch or _ignore)
     committer = GroupCommitter(engine, _after_commit(metrics, outbox))
     ctx = ReceiverContext(

@@ -75,6 +75,7 @@ def webhook_endpoint(ctx: ReceiverContext, auth: WebhookAuth, parse: Parse) -> E
                     body=body if authenticated else None,
                     body_size=len(body) if body is not None else None,
                 )
+            ctx.metrics.refusals.labels(request.url.path, problem.slug).inc()
             log.info(
                 "webhook_refused",
                 route=request.url.path,

@@ -1,20 +1,37 @@
-"""Prometheus metrics of the receiver, on a registry of its own (one per app)."""
+"""Prometheus metrics of the receiver, on a registry of its own (one per app).
+
+``/metrics`` also serves the process-wide families (``reconcile.metrics``: dispatch to the
+broker and, in single-node mode, the workers' own) with the Python process's figures, and
+in single-node mode the gauges read from the database (``reconcile.metrics_state``), which
+in production the workers' metrics server serves."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+import anyio.to_thread
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
 
 class ReceiverMetrics:
-    def __init__(self) -> None:
+    def __init__(self, state: Collector | None = None) -> None:
         self.registry = CollectorRegistry()
+        if state is not None:
+            self.registry.register(state)
         self.deliveries = Counter(
             "pixrecon_webhook_deliveries",
             "Webhook deliveries by route and HTTP status",
             ["route", "status"],
+            registry=self.registry,
+        )
+        self.refusals = Counter(
+            "pixrecon_webhook_refusals",
+            "Deliveries answered with an error, by route and reason (the problem type: "
+            "unauthenticated, invalid-signature, ip-not-allowed, body-too-large, "
+            "malformed-json, invalid-notification, storage-unavailable, …)",
+            ["route", "reason"],
             registry=self.registry,
         )
         self.items = Counter(
@@ -46,4 +63,9 @@ class ReceiverMetrics:
         )
 
     async def endpoint(self, _request: Request) -> Response:
-        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+        # The state collector queries the database: off the event loop.
+        body = await anyio.to_thread.run_sync(self.exposition)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry) + generate_latest(REGISTRY)

@@ -15,6 +15,7 @@ from sqlmodel import col
 
 from reconcile.db import session_scope
 from reconcile.logs import get_logger
+from reconcile.metrics import CONFIRMATIONS
 from reconcile.models import AccountMovement, Confirmation, PixReceived, PixRefund
 from reconcile.money import InvalidAmount, parse_amount, to_cents
 from reconcile.provider.errors import (
@@ -392,10 +393,15 @@ def waive_confirmation(engine: Engine) -> int:
     return waived
 
 
-def _drain(step: Callable[[], ConfirmReport], batch: int, into: ConfirmReport) -> None:
+def _drain(
+    subject: str, step: Callable[[], ConfirmReport], batch: int, into: ConfirmReport
+) -> None:
     """Run ``step`` until a batch comes back short: nothing more is due now."""
     while True:
         report = step()
+        for outcome in LISTS:
+            if outcome != "skipped":
+                CONFIRMATIONS.labels(subject, outcome).inc(len(getattr(report, outcome)))
         into.extend(report)
         if report.interrupted or report.handled < batch:
             return
@@ -416,12 +422,21 @@ def confirm_all(
     grace = timedelta(seconds=settings.confirm_grace_seconds)
     batch = settings.confirm_batch_size
     if pix is not None:
-        _drain(lambda: confirm_pending_pix(engine, pix, grace=grace, limit=batch), batch, report)
         _drain(
-            lambda: confirm_pending_refunds(engine, pix, grace=grace, limit=batch), batch, report
+            "pix",
+            lambda: confirm_pending_pix(engine, pix, grace=grace, limit=batch),
+            batch,
+            report,
+        )
+        _drain(
+            "refund",
+            lambda: confirm_pending_refunds(engine, pix, grace=grace, limit=batch),
+            batch,
+            report,
         )
     if payments is not None:
         _drain(
+            "movement",
             lambda: confirm_pending_movements(engine, payments, pix, grace=grace, limit=batch),
             batch,
             report,

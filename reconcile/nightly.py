@@ -38,6 +38,7 @@ from reconcile.matching.judgement import (
 from reconcile.matching.movements import match_received, match_refunds
 from reconcile.matching.payouts import match_payouts
 from reconcile.matching.totals import balance_drift
+from reconcile.metrics import RECONCILIATION_RUNS
 from reconcile.models import (
     CaseState,
     ExceptionCase,
@@ -333,6 +334,7 @@ def reconcile_day(
                 .values(status="failed", finished_at=utcnow(), exit_code=2)
             )
         raise
+    RECONCILIATION_RUNS.labels(verdict.value).inc()
     _prune_earlier_runs(engine, day, run_id)
     return NightlyResult(run_id=run_id, summary=report, verdict=verdict, engine=engine)
 

@@ -20,8 +20,9 @@ from reconcile.db import session_scope
 from reconcile.handlers import BATCH_HANDLERS, HANDLERS, PermanentItemError
 from reconcile.logs import get_logger
 from reconcile.masking import mask_text
+from reconcile.metrics import ITEM_LATENCY, ITEMS_PROCESSED
 from reconcile.models import InboxItem, ItemStatus
-from reconcile.timeutil import utcnow
+from reconcile.timeutil import as_utc, utcnow
 
 log = get_logger(__name__)
 
@@ -36,6 +37,20 @@ class ProcessReport:
     unsupported: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
     """Already handled (a duplicate message) or unknown ids."""
+    outcomes: list[tuple[str, str, float]] = field(default_factory=list)
+    """(kind, status it ended in, seconds since it arrived) of each item handled."""
+
+    def count(self) -> None:
+        """Into the metrics, once the transaction has committed."""
+        for kind, status, waited in self.outcomes:
+            ITEMS_PROCESSED.labels(kind, status).inc()
+            if status == ItemStatus.PROCESSED.value:
+                ITEM_LATENCY.labels(kind).observe(waited)
+
+    def ended(self, item: InboxItem, status: ItemStatus, now: datetime) -> None:
+        self.outcomes.append(
+            (item.kind, status.value, (now - as_utc(item.received_at)).total_seconds())
+        )
 
 
 def process_items(engine: Engine, item_ids: Sequence[int]) -> ProcessReport:
@@ -46,11 +61,13 @@ def process_items(engine: Engine, item_ids: Sequence[int]) -> ProcessReport:
     ids = sorted(set(item_ids))
     try:
         with session_scope(engine) as session:
-            return _process(session, ids, by_item=False)
+            report = _process(session, ids, by_item=False)
     except ITEM_ERRORS as exc:
         log.info("batch_retried_item_by_item", items=len(ids), error=type(exc).__name__)
-    with session_scope(engine) as session:
-        return _process(session, ids, by_item=True)
+        with session_scope(engine) as session:
+            report = _process(session, ids, by_item=True)
+    report.count()
+    return report
 
 
 def _process(session: Session, ids: list[int], *, by_item: bool) -> ProcessReport:
@@ -81,7 +98,7 @@ def _process(session: Session, ids: list[int], *, by_item: bool) -> ProcessRepor
             try:
                 rows.append(handler.row(item))
             except PermanentItemError as exc:
-                _failed(item, exc, report)
+                _failed(item, exc, report, now)
                 continue
             stored.append(item)
         handler.write(session, rows)
@@ -95,12 +112,13 @@ def _one(session: Session, item: InboxItem, report: ProcessReport, now: datetime
     if handler is None:
         item.status = ItemStatus.UNSUPPORTED.value
         report.unsupported.append(_id(item))
+        report.ended(item, ItemStatus.UNSUPPORTED, now)
         return
     try:
         with session.begin_nested():
             handler(session, item)
     except (PermanentItemError, *ITEM_ERRORS) as exc:
-        _failed(item, exc, report)
+        _failed(item, exc, report, now)
         return
     _processed(item, report, now)
 
@@ -114,13 +132,15 @@ def _processed(item: InboxItem, report: ProcessReport, now: datetime) -> None:
     item.status = ItemStatus.PROCESSED.value
     item.processed_at = now
     report.processed.append(_id(item))
+    report.ended(item, ItemStatus.PROCESSED, now)
 
 
-def _failed(item: InboxItem, exc: Exception, report: ProcessReport) -> None:
+def _failed(item: InboxItem, exc: Exception, report: ProcessReport, now: datetime) -> None:
     error = str(exc) if isinstance(exc, PermanentItemError) else _database_refusal(exc)
     item.status = ItemStatus.FAILED.value
     item.error = error
     report.failed.append(_id(item))
+    report.ended(item, ItemStatus.FAILED, now)
     log.warning("inbox_item_failed", item_id=item.id, kind=item.kind, error=error)
 
 

@@ -186,3 +186,20 @@ def inbox_summary(session: Session) -> dict[str, int]:
         "pix_unconfirmed_webhook": confirmation.get("unconfirmed_webhook", (0, 0))[0],
         "pix_amount_mismatch": confirmation.get("amount_mismatch", (0, 0))[0],
     }
+
+
+def webhook_coverage(counts: dict[str, int] | None) -> dict[str, Any]:
+    """Movements of a day by how pixrecon learned of them, from its latest run's verdicts:
+    ``missing_webhook`` is a movement known only from the API or the statement (found by
+    polling); every other verdict is of a movement a webhook announced. Read from the
+    report, not by scanning the day's Pix again: a run has already counted them."""
+    if not counts:
+        return {"webhook": None, "poll_only": None, "share": None}
+    movements = sum(n for status, n in counts.items() if status != "duplicate")
+    poll_only = counts.get("missing_webhook", 0)
+    webhook = movements - poll_only
+    return {
+        "webhook": webhook,
+        "poll_only": poll_only,
+        "share": webhook / movements if movements else None,
+    }

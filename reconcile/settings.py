@@ -89,6 +89,18 @@ class Settings(BaseSettings):
     # never succeeded is counted from the receiver's start (reconcile/schedule.py).
     health_max_job_age_seconds: float = Field(default=1800.0, gt=0)
 
+    # Each `pixrecon worker` serves Prometheus metrics of all its processes (theirs and
+    # Dramatiq's, plus gauges read from the database) here. Loopback by default: the
+    # figures (amounts at risk, verdicts) are the merchant's business.
+    worker_metrics_host: str = "127.0.0.1"
+    worker_metrics_port: int = Field(default=9191, ge=0, le=65535)
+
+    # Raw bodies and processed inbox items older than this many days are deleted by
+    # `pixrecon prune` (and the workers' daily `prune` job), and personal data in the
+    # rows that stay is masked. Days not yet reconciled and open exceptions keep theirs.
+    retention_days: int = Field(default=90, gt=0)
+    prune_interval_seconds: float = Field(default=86400.0, gt=0)
+
     # The provider's QR code API (it follows the BCB standard Pix API); client certificate
     # for its mutual TLS.
     qrcode_api_url: str | None = Field(

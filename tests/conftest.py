@@ -33,6 +33,9 @@ POSTGRES_URL = os.environ.get(
     "PIXRECON_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("PIXRECON_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# Worker processes that tests start serve no metrics unless a test gives them a port: two
+# at once (or a developer's own worker) would otherwise contend for the default one.
+os.environ.setdefault("PIXRECON_WORKER_METRICS_PORT", "0")
 
 
 def service_missing(service: str, reason: str) -> None:

@@ -11,10 +11,13 @@ import dramatiq
 from reconcile.db import create_db_engine
 from reconcile.logs import configure_logging
 from reconcile.settings import get_settings
+from worker.metrics import WorkerMetrics, worker_metrics_enabled
 from worker.runtime import build_runtime
 
 settings = get_settings()
 configure_logging(settings.log_level, json=settings.log_json)
 runtime = build_runtime(settings, create_db_engine(settings.database_url))
 broker = runtime.broker
+if worker_metrics_enabled():
+    broker.add_middleware(WorkerMetrics())
 dramatiq.set_broker(broker)

@@ -23,6 +23,7 @@ from reconcile.confirmation import confirm_all
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.logs import get_logger
 from reconcile.matching.context import Judging
+from reconcile.metrics import JOB_RUNS
 from reconcile.nightly import reconcile_day
 from reconcile.polling.day import Family, Providers, configured, poll_resuming, sources_of
 from reconcile.provider.errors import ProviderError
@@ -79,12 +80,19 @@ class PeriodicJobs:
 
     def _survive(self, name: str, body: Callable[[], bool]) -> bool:
         """A job that meets an unavailable provider or database is retried at its next
-        tick (its error is recorded by the lease); anything else is a bug and propagates."""
+        tick (its error is recorded by the lease); anything else is a bug and propagates.
+        ``body`` answers whether it ran (``False``: another process holds the lease)."""
         try:
-            return body()
+            ran = body()
         except JOB_ERRORS as exc:
             log.warning("job_failed", job=name, error=f"{type(exc).__name__}: {exc}")
+            JOB_RUNS.labels(name, "failed").inc()
             return False
+        except Exception:
+            JOB_RUNS.labels(name, "failed").inc()
+            raise
+        JOB_RUNS.labels(name, "success" if ran else "skipped").inc()
+        return ran
 
     def _poll(self, family: Family, interval: float) -> bool:
         def run() -> bool:
@@ -95,7 +103,7 @@ class PeriodicJobs:
                 self._settings,
                 owner=self.owner,
                 lease=_lease(interval),
-                on_new=self._dispatcher.dispatch,
+                on_new=self._dispatcher.from_polls,
             )
             if fetched is None:
                 return False

@@ -42,7 +42,7 @@ class Sweeper:
         older_than = utcnow() - self._redispatch_after
         with session_scope(self._engine) as session:
             ids = claim_for_redispatch(session, older_than=older_than, limit=self._batch_size)
-        if ids and not self._dispatcher.dispatch(ids):
+        if ids and not self._dispatcher.dispatch(ids, origin="sweeper"):
             # The claim stamped them; they come round again after redispatch_after.
             return 0
         if ids:

@@ -87,9 +87,10 @@ def database_or_exit(settings: Settings, *, auto_upgrade: bool) -> Engine:
         raise fail(escape(str(exc))) from None
 
 
-def listen_or_exit(host: str, port: int) -> socket.socket:
+def listen_or_exit(host: str, port: int, *, remedy: str = "choose another --port") -> socket.socket:
     """The listening address, taken before any work is done (a port in use is found
-    now, not after migrations and worker threads have started)."""
+    now, not after migrations and worker threads have started). ``remedy`` says how to
+    choose another one."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -99,10 +100,10 @@ def listen_or_exit(host: str, port: int) -> socket.socket:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             why = f"port {port} is already in use on {host}: stop what listens there, or "
-            raise fail(escape(why) + "choose another --port") from None
+            raise fail(escape(why) + remedy) from None
         if exc.errno == errno.EACCES:
             why = f"not allowed to listen on port {port} (ports below 1024 need privileges): "
-            raise fail(escape(why) + "choose another --port") from None
+            raise fail(escape(why) + remedy) from None
         if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
             raise fail(
                 f"{escape(host)} is not an address of this machine: use --host 127.0.0.1, "

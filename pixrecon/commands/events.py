@@ -243,7 +243,7 @@ def _send(settings: Settings, engine: Engine, ids: list[int]) -> str:
         from worker.runtime import build_runtime
 
         broker_or_exit(settings, reachable=False)
-        if build_runtime(settings, engine).dispatcher.dispatch(ids):
+        if build_runtime(settings, engine).dispatcher.dispatch(ids, origin="replay"):
             return ", sent to the workers"
         return "; the workers' sweeper will send them"
     from reconcile.processing import process_items

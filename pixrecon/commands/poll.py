@@ -57,7 +57,7 @@ def _poll(
     if settings.broker_url:
         from worker.runtime import build_runtime
 
-        on_new: Any = build_runtime(settings, engine).dispatcher.dispatch
+        on_new: Any = build_runtime(settings, engine).dispatcher.from_polls
     else:
 
         def on_new(ids: list[int]) -> None:

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -91,7 +95,10 @@ def worker(
     processes: Annotated[int, typer.Option(min=1, help="worker processes")] = 1,
     threads: Annotated[int, typer.Option(min=1, help="threads per process")] = 8,
 ) -> None:
-    """Run Dramatiq worker processes against PIXRECON_BROKER_URL (production mode)."""
+    """Run Dramatiq worker processes against PIXRECON_BROKER_URL (production mode).
+
+    They serve their metrics on PIXRECON_WORKER_METRICS_HOST:PORT (127.0.0.1:9191;
+    port 0: off)."""
     settings = get_settings()
     if not settings.broker_url:
         raise fail(
@@ -101,13 +108,30 @@ def worker(
     broker_or_exit(settings, reachable=True)
     warn_about_confirmation(settings)
     database_or_exit(settings, auto_upgrade=False).dispose()
-    from dramatiq.cli import main as dramatiq_main
-    from dramatiq.cli import make_argument_parser
-
+    metrics_env = _worker_metrics_environment(settings)
     # Logging is ours (one format, reconcile/logs.py), not Dramatiq's plain-text default.
-    arguments = ["worker.entry", "--skip-logging"]
+    arguments = ["-m", "dramatiq", "worker.entry", "--skip-logging"]
     arguments += ["--processes", str(processes), "--threads", str(threads)]
-    args = make_argument_parser().parse_args(arguments)  # type: ignore[no-untyped-call]
-    code = dramatiq_main(args)  # type: ignore[no-untyped-call]
-    if code:
-        raise fail(f"the workers stopped on an error (Dramatiq's code {code}): see the log above")
+    # A fresh interpreter, not Dramatiq's main() in this one: prometheus-client chooses
+    # between per-process and shared-file counters when it is first imported, and this
+    # process has imported it already. exec keeps the process id (systemd, signals).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *arguments], {**os.environ, **metrics_env})  # noqa: S606 (our own interpreter, fixed arguments)
+
+
+def _worker_metrics_environment(settings: Settings) -> dict[str, str]:
+    """Check the metrics port is free (a clear error now rather than a worker tree that
+    cannot serve its metrics) and prepare the shared-file directory."""
+    from worker.metrics import MULTIPROC_ENV, multiprocess_environment
+
+    port = settings.worker_metrics_port
+    if port:
+        listen_or_exit(
+            settings.worker_metrics_host,
+            port,
+            remedy="set PIXRECON_WORKER_METRICS_PORT to another port (0 turns the worker "
+            "metrics off)",
+        ).close()
+    where = os.environ.get(MULTIPROC_ENV) or tempfile.mkdtemp(prefix="pixrecon-worker-metrics-")
+    return multiprocess_environment(Path(where))

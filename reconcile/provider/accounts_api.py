@@ -47,6 +47,8 @@ class IdempotencyConflict(ProviderError):
 class AccountsApi(ProviderClient):
     """Payout look-ups and creation, balance, statement, infractions, lists, webhooks."""
 
+    API = "accounts"
+
     def __init__(
         self,
         base_url: str,

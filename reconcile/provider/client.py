@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from types import TracebackType
-from typing import Self
+from typing import ClassVar, Self
 
 import httpx
 
@@ -20,6 +20,9 @@ class ProviderClient:
 
     The token endpoint is ``token_url``, else ``oauth_path`` under ``base_url``.
     """
+
+    # The API family, as metrics name it (pixrecon_provider_requests_total{api}).
+    API: ClassVar[str] = "provider"
 
     def __init__(
         self,
@@ -59,6 +62,7 @@ class ProviderClient:
             retry=retry if retry is not None else RetryPolicy(),
             headers=headers,
             expired_token_types=expired_token_types,
+            api=self.API,
         )
 
     def close(self) -> None:

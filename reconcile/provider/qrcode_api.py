@@ -27,6 +27,8 @@ class QrCodeApi(QrCodeChargeQueries, ProviderClient):
     proxy; a client passed in is not closed by ``close()``.
     """
 
+    API = "qrcode"
+
     def __init__(
         self,
         base_url: str,

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
 import httpx
 
+from reconcile.metrics import PROVIDER_REQUESTS, PROVIDER_SECONDS
 from reconcile.provider.errors import ProviderError, ProviderUnavailable
 from reconcile.provider.oauth import TokenCache
 from reconcile.provider.responses import error_for, json_object, transport_error
@@ -26,6 +29,18 @@ _NOT_SENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 QueryParams = Mapping[str, str | int]
 
+# A path segment that names a resource kind ("pix", "devolucao", "webhookrec") or an API
+# version ("v1"); anything
+# else (an endToEndId, a txid, a number) is an identifier, and one label value per
+# identifier would make a series per Pix.
+_LITERAL_SEGMENT = re.compile(r"[a-z][a-z_-]{0,23}|v[0-9]{1,2}")
+
+
+def endpoint_label(path: str) -> str:
+    """The path as a template: ``/pix/E1234…/devolucao/D1`` → ``/pix/{id}/devolucao/{id}``."""
+    segments = path.split("?", 1)[0].split("/")
+    return "/".join(s if not s or _LITERAL_SEGMENT.fullmatch(s) else "{id}" for s in segments)
+
 
 class ApiTransport:
     def __init__(
@@ -37,16 +52,19 @@ class ApiTransport:
         retry: RetryPolicy,
         headers: Mapping[str, str] | None = None,
         expired_token_types: Collection[str] = (),
+        api: str = "provider",
     ) -> None:
         """``headers`` go on every call (e.g. ``x-account-id``). ``expired_token_types``
         are problem ``type`` codes meaning "token expired" (e.g. ``onz-0018``): they get
-        the one token refresh a 401 gets, whatever status they come with."""
+        the one token refresh a 401 gets, whatever status they come with. ``api`` names
+        the API family in metrics."""
         self._base_url = base_url.rstrip("/")
         self._tokens = tokens
         self._http = http
         self._retry = retry
         self._headers = {"Accept": "application/json", **(headers or {})}
         self._expired_token_types = frozenset(expired_token_types)
+        self._api = api
 
     def get_json(self, path: str, params: QueryParams | None = None) -> dict[str, Any]:
         return self.request_json("GET", path, params=params)
@@ -80,9 +98,7 @@ class ApiTransport:
             try:
                 token = self._tokens.get()
                 headers["Authorization"] = f"Bearer {token}"
-                response = self._http.request(
-                    method, url, params=params, content=content, headers=headers
-                )
+                response = self._send(method, url, path, params, content, headers)
             except ProviderUnavailable as exc:
                 # The token endpoint failed; fetching a token changes nothing remotely.
                 error: ProviderError = exc
@@ -109,6 +125,28 @@ class ApiTransport:
                 raise error
             log.warning("provider call failed, retrying in %.2fs: %s", delay, error)
             self._retry.sleep(delay)
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        path: str,
+        params: QueryParams | None,
+        content: bytes | None,
+        headers: dict[str, str],
+    ) -> httpx.Response:
+        endpoint = endpoint_label(path)
+        started = time.perf_counter()
+        status = "error"
+        try:
+            response = self._http.request(
+                method, url, params=params, content=content, headers=headers
+            )
+            status = str(response.status_code)
+            return response
+        finally:
+            PROVIDER_REQUESTS.labels(self._api, endpoint, status).inc()
+            PROVIDER_SECONDS.labels(self._api, endpoint).observe(time.perf_counter() - started)
 
     def _token_rejected(self, error: ProviderError) -> bool:
         if error.status == 401:
