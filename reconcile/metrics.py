@@ -33,11 +33,13 @@ CONFIRMATIONS = Counter(
     "unverifiable, failed)",
     ["subject", "outcome"],
 )
+# The periodic job is `job_name`, not `job`: Prometheus's own `job` label names the
+# scrape target, and a clash would rename ours to `exported_job`.
 JOB_RUNS = Counter(
     "pixrecon_job_runs",
     "Runs of the periodic jobs by outcome: success, failed (the provider or the database "
     "was unavailable), skipped (another process held the job's lease)",
-    ["job", "outcome"],
+    ["job_name", "outcome"],
 )
 PROVIDER_REQUESTS = Counter(
     "pixrecon_provider_requests",

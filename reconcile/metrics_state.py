@@ -37,7 +37,7 @@ from reconcile.models import (
 from reconcile.queries import webhook_coverage
 from reconcile.schedule import job_intervals
 from reconcile.settings import Settings
-from reconcile.timeutil import as_utc, business_today, utcnow
+from reconcile.timeutil import as_utc, business_day_bounds, business_today, utcnow
 
 log = get_logger(__name__)
 
@@ -127,12 +127,12 @@ class DatabaseStateCollector(Collector):
         last_success = GaugeMetricFamily(
             "pixrecon_job_last_success_timestamp_seconds",
             "When each periodic job last succeeded (Unix time; absent: never)",
-            labels=["job"],
+            labels=["job_name"],
         )
         failing = GaugeMetricFamily(
             "pixrecon_job_failing",
             "1 when the latest run of the periodic job failed (scheduled_job.last_error)",
-            labels=["job"],
+            labels=["job_name"],
         )
         scheduled = set(job_intervals(self._settings)) | {"prune"}
         rows = {row.name: row for row in session.execute(select(ScheduledJob)).scalars()}
@@ -145,9 +145,13 @@ class DatabaseStateCollector(Collector):
         yield failing
 
     def _days(self, session: Session) -> Iterator[GaugeMetricFamily]:
+        """Days judged after they ended (the nightly run): what the day's verdict is. A
+        run during the day (the workers' reconcile_today) is provisional — its statement
+        is not complete yet — and would raise day alerts every afternoon."""
         runs = table_of(ReconciliationRun)
-        last = business_today()
+        last = business_today() - timedelta(days=1)
         first = last - timedelta(days=VERDICT_DAYS - 1)
+        # The latest completed run of each day; kept only if it started after its day.
         newest = (
             select(func.max(runs.c.id))
             .where(
@@ -157,30 +161,33 @@ class DatabaseStateCollector(Collector):
             )
             .group_by(runs.c.business_date)
         )
-        rows = session.execute(
-            select(runs.c.business_date, runs.c.verdict, runs.c.report)
-            .where(runs.c.id.in_(newest.scalar_subquery()))
-            .order_by(runs.c.business_date)
-        ).all()
+        rows = [
+            row
+            for row in session.execute(
+                select(runs.c.business_date, runs.c.started_at, runs.c.verdict, runs.c.report)
+                .where(runs.c.id.in_(newest.scalar_subquery()))
+                .order_by(runs.c.business_date)
+            )
+            if as_utc(row.started_at) >= business_day_bounds(row.business_date)[1]
+        ]
         verdicts = GaugeMetricFamily(
             "pixrecon_day_verdict",
-            "1 for the verdict of the latest completed run of each of the last "
-            f"{VERDICT_DAYS} business days (0 for the other verdicts); a day without a "
-            "run is absent",
+            f"1 for the verdict of each of the last {VERDICT_DAYS} business days before "
+            "today, judged after the day ended (0 for the other verdicts); a day whose "
+            "latest run is not such a run (no nightly run yet) is absent",
             labels=["day", "verdict"],
         )
         coverage = GaugeMetricFamily(
             "pixrecon_webhook_coverage_ratio",
             "Share of a day's movements (Pix received, refunds, payouts) that a webhook "
-            "announced, the rest found only by polling; from the day's latest run",
+            "announced, the rest found only by polling; days judged after they ended",
             labels=["day"],
         )
         at_risk = GaugeMetricFamily(
             "pixrecon_med_at_risk_brl",
-            "Money in MED infraction cases still open, in reais, as the latest run of the "
-            "most recent reconciled day saw it",
+            "Money in MED infraction cases still open, in reais, as the latest completed "
+            "run (the workers reconcile today every few minutes) saw it",
         )
-        med_cents: int | None = None
         for row in rows:
             day = row.business_date.isoformat()
             for verdict in DayVerdict:
@@ -189,11 +196,15 @@ class DatabaseStateCollector(Collector):
             share = webhook_coverage(report.get("counts"))["share"]
             if share is not None:
                 coverage.add_metric([day], share)
-            med = report.get("med")
-            if isinstance(med, dict):
-                med_cents = int(med.get("at_risk_cents") or 0)
-        if med_cents is not None:
-            at_risk.add_metric([], med_cents / 100)
+        latest = session.execute(
+            select(runs.c.report)
+            .where(runs.c.status == "completed", runs.c.business_date <= business_today())
+            .order_by(runs.c.business_date.desc(), runs.c.id.desc())
+            .limit(1)
+        ).scalar_one_or_none()
+        med = json.loads(latest).get("med") if latest else None
+        if isinstance(med, dict):
+            at_risk.add_metric([], int(med.get("at_risk_cents") or 0) / 100)
         yield verdicts
         yield coverage
         yield at_risk

@@ -35,7 +35,7 @@ from reconcile.models import (
 )
 from reconcile.processing import process_items
 from reconcile.provider.transport import endpoint_label
-from reconcile.timeutil import business_today, utcnow
+from reconcile.timeutil import business_day_bounds, business_today, utcnow
 from sandbox.server import BackgroundServer
 from sandbox.state import SandboxProvider
 from tests.conftest import RunningNode, free_port, make_settings, wait_for
@@ -162,8 +162,8 @@ def test_receiver_and_worker_export_every_family(
     assert value(samples, "pixrecon_items_processed_total", kind="pix", status="processed") == 4
     assert value(samples, "pixrecon_item_latency_seconds_count", kind="pix") == 4
     assert value(samples, "pixrecon_dispatch_total", origin="poll", outcome="sent") >= 1
-    assert value(samples, "pixrecon_job_runs_total", job="poll_qrcode", outcome="success") >= 1
-    assert value(samples, "pixrecon_job_runs_total", job="confirm", outcome="success") >= 1
+    assert value(samples, "pixrecon_job_runs_total", job_name="poll_qrcode", outcome="success") >= 1
+    assert value(samples, "pixrecon_job_runs_total", job_name="confirm", outcome="success") >= 1
     assert value(samples, "pixrecon_confirmations_total", subject="pix", outcome="confirmed") >= 3
     assert value(samples, "pixrecon_provider_requests_total", api="qrcode", status="200") >= 2
     polled = value(samples, "pixrecon_provider_requests_total", api="qrcode", endpoint="/pix")
@@ -182,11 +182,15 @@ def test_receiver_and_worker_export_every_family(
     assert value(samples, "pixrecon_inbox_items_by_status", status="pending") == 0
     assert value(samples, "pixrecon_inbox_oldest_pending_seconds") == 0
     assert value(samples, "pixrecon_confirmation_backlog", subject="pix") == 0
-    assert value(samples, "pixrecon_job_last_success_timestamp_seconds", job="poll_qrcode") > 0
-    assert value(samples, "pixrecon_job_failing", job="poll_qrcode") == 0
-    today = business_today().isoformat()
-    assert value(samples, "pixrecon_day_verdict", day=today) == 1  # one verdict a day
-    assert "pixrecon_webhook_coverage_ratio" in names(samples)
+    last_poll = value(
+        samples, "pixrecon_job_last_success_timestamp_seconds", job_name="poll_qrcode"
+    )
+    assert last_poll > 0
+    assert value(samples, "pixrecon_job_failing", job_name="poll_qrcode") == 0
+    # Today is only reconciled provisionally (reconcile_today): no day verdict for it yet,
+    # but its run gives the money at risk.
+    assert "pixrecon_day_verdict" not in names(samples)
+    assert value(samples, "pixrecon_med_at_risk_brl") == 0
     assert "pixrecon_med_at_risk_brl" in names(samples)
     check = create_db_engine(postgres_database_url)
     with session_scope(check) as session:
@@ -265,18 +269,30 @@ def test_database_gauges_say_what_waits_and_what_the_days_look_like(engine: Engi
             )
         session.add(ScheduledJob(name="poll_qrcode", last_success_at=now - timedelta(minutes=3)))
         session.add(ScheduledJob(name="confirm", last_error="ProviderUnavailable: 503"))
-        report = {
-            "counts": {"matched": 6, "missing_webhook": 2, "duplicate": 5},
-            "med": {"at_risk_cents": 123456},
-        }
-        older = ReconciliationRun(
-            business_date=today - timedelta(days=1), status="completed", verdict="breaks"
+        report = {"counts": {"matched": 6, "missing_webhook": 2, "duplicate": 5}}
+        yesterday, before = today - timedelta(days=1), today - timedelta(days=2)
+        # Yesterday judged after it ended (the nightly run): its verdict counts.
+        judged = ReconciliationRun(
+            business_date=yesterday,
+            status="completed",
+            verdict="incomplete",
+            report=json.dumps(report),
         )
-        session.add(older)
+        # The day before was only ever reconciled while it lasted: provisional, not exported.
+        provisional = ReconciliationRun(
+            business_date=before,
+            status="completed",
+            verdict="breaks",
+            started_at=business_day_bounds(before)[0] + timedelta(hours=15),
+        )
+        # Today's run (the workers' reconcile_today): its MED figure is the current one.
         latest = ReconciliationRun(
-            business_date=today, status="completed", verdict="incomplete", report=json.dumps(report)
+            business_date=today,
+            status="completed",
+            verdict="breaks",
+            report=json.dumps({"med": {"at_risk_cents": 123456}}),
         )
-        session.add(latest)
+        session.add_all([judged, provisional, latest])
         session.flush()
         assert latest.id is not None
         for ref, priority, state in [
@@ -314,15 +330,15 @@ def test_database_gauges_say_what_waits_and_what_the_days_look_like(engine: Engi
     assert 590 <= value(samples, "pixrecon_inbox_oldest_pending_seconds") <= 700
     for status, n in [("pending", 2), ("failed", 1), ("unsupported", 1)]:
         assert value(samples, "pixrecon_inbox_items_by_status", status=status) == n
-    assert value(samples, "pixrecon_job_failing", job="confirm") == 1
-    assert value(samples, "pixrecon_job_failing", job="poll_qrcode") == 0
-    success = value(samples, "pixrecon_job_last_success_timestamp_seconds", job="poll_qrcode")
+    assert value(samples, "pixrecon_job_failing", job_name="confirm") == 1
+    assert value(samples, "pixrecon_job_failing", job_name="poll_qrcode") == 0
+    success = value(samples, "pixrecon_job_last_success_timestamp_seconds", job_name="poll_qrcode")
     assert abs(success - (now - timedelta(minutes=3)).timestamp()) < 1
-    day = today.isoformat()
+    day = yesterday.isoformat()
     assert value(samples, "pixrecon_day_verdict", day=day, verdict="incomplete") == 1
     assert value(samples, "pixrecon_day_verdict", day=day, verdict="reconciled") == 0
-    yesterday = (today - timedelta(days=1)).isoformat()
-    assert value(samples, "pixrecon_day_verdict", day=yesterday, verdict="breaks") == 1
+    days = {dict(series).get("day") for name, series in samples if name == "pixrecon_day_verdict"}
+    assert days == {day}
     assert value(samples, "pixrecon_webhook_coverage_ratio", day=day) == pytest.approx(6 / 8)
     assert value(samples, "pixrecon_med_at_risk_brl") == pytest.approx(1234.56)
     status = "unconfirmed_webhook"
