@@ -4,8 +4,9 @@ jobs, provider calls, reconciliation runs and dispatch to the broker.
 They live on the process's default registry, so they are counted wherever the work runs:
 in `pixrecon worker` processes (whose metrics server adds up every process, through
 prometheus-client's multiprocess mode: docs/deploy.md) and in `pixrecon serve` in
-single-node mode (its own ``/metrics``). Every family has labels, so its values are made
-when first used: after `pixrecon worker` has set up the multiprocess directory.
+single-node mode (its own ``/metrics``). `pixrecon worker` starts its interpreter with
+the multiprocess directory already in the environment, which prometheus-client reads once,
+when first imported.
 
 Counters are incremented after the transaction they count has committed: a count never
 includes work that was rolled back."""
