@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
-import uuid
 
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -13,10 +14,24 @@ from receiver.metrics import ReceiverMetrics
 REQUEST_ID_HEADER = "x-request-id"
 
 
+class RequestIds:
+    """32 hex digits, unique per request: a random prefix drawn once per process and a
+    counter. uuid4 reads the OS's random source on every request, which on a busy receiver
+    showed as 5 % of the event loop's samples (waiting for the GIL back after the read)."""
+
+    def __init__(self) -> None:
+        self._prefix = os.urandom(6).hex()
+        self._counter = itertools.count()
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._counter):020x}"
+
+
 class RequestContextMiddleware:
     def __init__(self, app: ASGIApp, metrics: ReceiverMetrics) -> None:
         self.app = app
         self.metrics = metrics
+        self.ids = RequestIds()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -25,7 +40,7 @@ class RequestContextMiddleware:
         incoming = dict(scope["headers"]).get(REQUEST_ID_HEADER.encode(), b"").decode("latin-1")
         # Accept a caller's id only when it looks like one, so logs cannot be injected.
         request_id = incoming if 0 < len(incoming) <= 64 and incoming.isprintable() else ""
-        request_id = request_id or uuid.uuid4().hex
+        request_id = request_id or self.ids.next()
         scope.setdefault("state", {})["request_id"] = request_id
         started = time.perf_counter()
         path: str = scope["path"]
