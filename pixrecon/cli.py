@@ -27,6 +27,7 @@ from pixrecon.commands.events import events_app
 from pixrecon.commands.exceptions import exceptions_app
 from pixrecon.commands.export import export_command
 from pixrecon.commands.poll import poll
+from pixrecon.commands.prune import prune_command
 from pixrecon.commands.reconcile import reconcile_command
 from pixrecon.commands.sandbox import sandbox
 from pixrecon.commands.serve import serve, worker
@@ -72,6 +73,7 @@ app.add_typer(events_app, name="events")
 app.command()(poll)
 app.command("reconcile")(reconcile_command)
 app.add_typer(exceptions_app, name="exceptions")
+app.command("prune")(prune_command)
 app.command("export")(export_command)
 app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(dashboard_app, name="dashboard")

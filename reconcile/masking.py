@@ -16,8 +16,14 @@ SENSITIVE_KEYS = frozenset(
 )
 
 
+_MASKED_DOCUMENT = re.compile(r"\*{9,12}[0-9]{2}")
+
+
 def mask_document(value: str) -> str:
-    """Keep the shape and the last two digits; enough to tell records apart in a log."""
+    """Keep the shape and the last two digits; enough to tell records apart in a log.
+    Idempotent: a document masked already (kept so by retention) stays as it is."""
+    if _MASKED_DOCUMENT.fullmatch(value):
+        return value
     digits = _DIGITS.sub("", value)
     if len(digits) <= 2:
         return "*" * len(digits)

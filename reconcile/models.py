@@ -149,8 +149,9 @@ class InboxRef(SQLModel, table=True):
 
     ref: str = Field(primary_key=True, max_length=100)
     # No foreign key on purpose: written with the item in its transaction, and a check
-    # per row would cost every delivery's acknowledgement.
-    item_id: int = Field(primary_key=True, sa_type=BigInteger)
+    # per row would cost every delivery's acknowledgement. Indexed for retention, which
+    # deletes an item's references by the item.
+    item_id: int = Field(primary_key=True, sa_type=BigInteger, index=True)
 
 
 class DeliveryItem(SQLModel, table=True):
@@ -201,7 +202,8 @@ class PixReceived(PixReceivedBase, Confirmable, table=True):
     __table_args__ = (UniqueConstraint("end_to_end_id", name="uq_pix_received_e2e"),)
 
     id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
-    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger)
+    # Indexed: deleting an inbox item (retention) checks every table pointing at it.
+    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger, index=True)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
@@ -212,7 +214,8 @@ class LatestState(SQLModel):
 
     id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
     rank: int = Field(default=0, sa_type=BigInteger)
-    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger)
+    # Indexed: deleting an inbox item (retention) checks every table pointing at it.
+    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger, index=True)
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
@@ -393,7 +396,8 @@ class StatementEntry(StatementEntryBase, table=True):
     __table_args__ = (UniqueConstraint("entry_id", name="uq_statement_entry"),)
 
     id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
-    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger)
+    # Indexed: deleting an inbox item (retention) checks every table pointing at it.
+    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger, index=True)
 
 
 class BalanceSnapshot(SQLModel, table=True):
@@ -405,7 +409,8 @@ class BalanceSnapshot(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
     taken_at: datetime = Field(sa_type=UtcDateTime)
     available_cents: int = Field(sa_type=BigInteger)
-    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger)
+    # Indexed: deleting an inbox item (retention) checks every table pointing at it.
+    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger, index=True)
 
 
 class QuarantinedDelivery(SQLModel, table=True):

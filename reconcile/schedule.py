@@ -123,6 +123,7 @@ def job_intervals(settings: Settings) -> dict[str, float]:
     jobs = {
         "confirm": min(s.poll_qrcode_interval_seconds, CONFIRM_INTERVAL_SECONDS),
         "reconcile_today": s.reconcile_interval_seconds,
+        "prune": s.prune_interval_seconds,
     }
     if s.qrcode_configured:
         jobs["poll_qrcode"] = s.poll_qrcode_interval_seconds

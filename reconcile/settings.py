@@ -135,6 +135,14 @@ class Settings(BaseSettings):
     confirm_policy: Literal["api", "none"] = "api"
     # A notified movement the API does not know yet stays pending this long, then it is
     # flagged unconfirmed_webhook (the provider's own lists can lag).
+    # How long one call to the provider keeps retrying what may pass (429, 5xx, timeouts)
+    # before it fails — exponential backoff with jitter up to provider_max_backoff, and a
+    # Retry-After honoured up to provider_max_retry_after (longer: the call fails now and
+    # is tried again at the job's next run). Minutes, so that a throttled nightly run rides
+    # it out; a run that still fails exits 2 naming what it could not read.
+    provider_retry_seconds: float = Field(default=300.0, ge=0)
+    provider_max_backoff_seconds: float = Field(default=30.0, gt=0)
+    provider_max_retry_after_seconds: float = Field(default=120.0, ge=0)
     confirm_grace_seconds: float = Field(default=900.0, gt=0)
     confirm_batch_size: int = Field(default=100, gt=0)
     # Polling is a primary source. Each window starts `overlap` before the previous one

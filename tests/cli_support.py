@@ -13,6 +13,8 @@ def clean_env(**variables: str) -> dict[str, str]:
     """The environment without any ``PIXRECON_*`` variable, plus ``variables`` (named
     without the prefix: ``database_url="sqlite://"``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
+    # A provider that fails in a test fails fast (the default rides out minutes).
+    env["PIXRECON_PROVIDER_RETRY_SECONDS"] = "1"
     env.update({f"PIXRECON_{name.upper()}": value for name, value in variables.items()})
     return env
 

@@ -36,6 +36,7 @@ REDIS_URL = os.environ.get("PIXRECON_TEST_REDIS_URL", "redis://127.0.0.1:6379/15
 # Worker processes that tests start serve no metrics unless a test gives them a port: two
 # at once (or a developer's own worker) would otherwise contend for the default one.
 os.environ.setdefault("PIXRECON_WORKER_METRICS_PORT", "0")
+os.environ.setdefault("PIXRECON_PROVIDER_RETRY_SECONDS", "1")
 
 
 def service_missing(service: str, reason: str) -> None:
@@ -151,6 +152,8 @@ def make_settings(database_url: str, **overrides: object) -> Settings:
         "worker_threads": 2,
         # Tests drive the periodic jobs themselves; one test runs the scheduler for real.
         "scheduler_enabled": False,
+        # A provider that fails in a test fails fast (the default rides out minutes).
+        "provider_retry_seconds": 1.0,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[arg-type]

@@ -4,7 +4,8 @@
   (``reconcile.polling.day``) — polling is a primary source (docs/design.md §1.6);
 - ``confirm``: look up every notified movement still pending (docs/design.md §1.5);
 - ``reconcile_today``: run the nightly engine over the current business day, so
-  dashboards and exceptions follow the day as it happens.
+  dashboards and exceptions follow the day as it happens;
+- ``prune``: retention (``reconcile.retention``), once a day by default.
 
 Each run takes the job's database lease first (``reconcile.schedule.leased``), so running
 more worker processes never multiplies the calls to the provider."""
@@ -27,6 +28,7 @@ from reconcile.metrics import JOB_RUNS
 from reconcile.nightly import reconcile_day
 from reconcile.polling.day import Family, Providers, configured, poll_resuming, sources_of
 from reconcile.provider.errors import ProviderError
+from reconcile.retention import prune
 from reconcile.schedule import CONFIRM_INTERVAL_SECONDS, leased
 from reconcile.settings import Settings
 from reconcile.timeutil import BUSINESS_TZ, utcnow
@@ -45,9 +47,11 @@ class Job:
     run: Callable[[], bool]
 
 
-def _lease(interval: float) -> timedelta:
-    # The lease outlives one interval a little, and a crashed run is retried after it.
-    return timedelta(seconds=max(interval * 2, 60.0))
+def _lease(interval: float, settings: Settings) -> timedelta:
+    # The lease outlives one interval a little, and a crashed run is retried after it; and
+    # it outlives a call riding out the provider's throttling (PIXRECON_PROVIDER_RETRY_
+    # SECONDS), so that another process does not start the same run meanwhile.
+    return timedelta(seconds=max(interval * 2, 60.0, settings.provider_retry_seconds + 60.0))
 
 
 class PeriodicJobs:
@@ -70,6 +74,7 @@ class PeriodicJobs:
                 self.confirm,
             ),
             Job("reconcile_today", s.reconcile_interval_seconds, self.reconcile_today),
+            Job("prune", s.prune_interval_seconds, self.prune),
         ]
         families = configured(self.providers)
         if Family.QRCODE in families:
@@ -102,7 +107,7 @@ class PeriodicJobs:
                 family,
                 self._settings,
                 owner=self.owner,
-                lease=_lease(interval),
+                lease=_lease(interval, self._settings),
                 on_new=self._dispatcher.from_polls,
             )
             if fetched is None:
@@ -121,7 +126,10 @@ class PeriodicJobs:
     def confirm(self) -> bool:
         def run() -> bool:
             with leased(
-                self._engine, "confirm", self.owner, lease=_lease(CONFIRM_INTERVAL_SECONDS)
+                self._engine,
+                "confirm",
+                self.owner,
+                lease=_lease(CONFIRM_INTERVAL_SECONDS, self._settings),
             ) as job:
                 if job is None:
                     return False
@@ -135,7 +143,9 @@ class PeriodicJobs:
         interval = self._settings.reconcile_interval_seconds
 
         def run() -> bool:
-            with leased(self._engine, "reconcile_today", self.owner, lease=_lease(interval)) as job:
+            with leased(
+                self._engine, "reconcile_today", self.owner, lease=_lease(interval, self._settings)
+            ) as job:
                 if job is None:
                     return False
                 result = reconcile_day(
@@ -153,3 +163,23 @@ class PeriodicJobs:
                 return True
 
         return self._survive("reconcile_today", run)
+
+    def prune(self) -> bool:
+        interval = self._settings.prune_interval_seconds
+
+        def run() -> bool:
+            with leased(
+                self._engine, "prune", self.owner, lease=_lease(interval, self._settings)
+            ) as job:
+                if job is None:
+                    return False
+                report = prune(
+                    self._engine,
+                    now=utcnow(),
+                    retention_days=self._settings.retention_days,
+                    actor="job:prune",
+                )
+                log.info("pruned", rows=report.total, retention_days=self._settings.retention_days)
+                return True
+
+        return self._survive("prune", run)

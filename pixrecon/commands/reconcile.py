@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
+from rich.progress import Progress, TaskID
 from sqlalchemy import Engine
 
 from pixrecon.bootstrap import StartupError, open_database, setup_logging
@@ -59,6 +60,11 @@ def _export_exceptions(engine: Engine, day: date, kind: ExportFormat, path: Path
         ) from None
 
 
+def _fetching(name: str, steps: list[str], bar: Progress, task: TaskID) -> None:
+    steps.append(name)
+    bar.update(task, description=f"fetching {name}")
+
+
 def reconcile_command(
     day: Annotated[str, typer.Option("--date", help="business day YYYY-MM-DD (America/Sao_Paulo)")],
     output: FormatOption = OutputFormat.table,
@@ -84,6 +90,8 @@ def reconcile_command(
     except ValueError:
         raise fail(f"--date must be YYYY-MM-DD, got {escape(day)!r}") from None
     providers = provider_clients(settings)
+    # What was being fetched, to name the source when the provider gives out.
+    fetching: list[str] = []
     try:
         engine = open_database(settings, auto_upgrade=False)
         with progress(transient=output is OutputFormat.json) as bar:
@@ -97,8 +105,9 @@ def reconcile_command(
                     business_day,
                     settings,
                     on_new=lambda ids: process_items(engine, ids),
-                    on_step=lambda name: bar.update(task, description=f"fetching {name}"),
+                    on_step=lambda name: _fetching(name, fetching, bar, task),
                 )
+                fetching.clear()
                 bar.update(task, description="fetched the day", total=1, completed=1)
             task = bar.add_task("matching", total=len(MATCHERS))
             result = reconcile_day(
@@ -110,6 +119,14 @@ def reconcile_command(
             )
     except StartupError as exc:
         raise fail(f"the reconciliation could not run: {escape(str(exc))}") from None
+    except ProviderError as exc:
+        during = f" while fetching {fetching[-1]}" if fetching else ""
+        raise fail(
+            f"the reconciliation could not run: the provider's API failed{escape(during)} "
+            f"({one_line(exc)}), after retrying for up to "
+            f"{settings.provider_retry_seconds:g} s (PIXRECON_PROVIDER_RETRY_SECONDS); "
+            "nothing was concluded — run it again once the provider answers"
+        ) from None
     except RUN_ERRORS as exc:
         raise fail(f"the reconciliation could not run: {one_line(exc)}") from None
     except Exception as exc:

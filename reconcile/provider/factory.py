@@ -10,6 +10,7 @@ import httpx
 
 from reconcile.provider.accounts_api import AccountsApi
 from reconcile.provider.qrcode_api import QrCodeApi
+from reconcile.provider.retry import RetryPolicy
 from reconcile.settings import Settings
 
 
@@ -20,6 +21,14 @@ def _http(cert: str | None, key: str | None, ca: str | None) -> httpx.Client:
     if cert:
         context.load_cert_chain(cert, key)
     return httpx.Client(verify=context, timeout=10.0)
+
+
+def retry_policy(settings: Settings) -> RetryPolicy:
+    return RetryPolicy.within(
+        settings.provider_retry_seconds,
+        max_delay=settings.provider_max_backoff_seconds,
+        max_retry_after=settings.provider_max_retry_after_seconds,
+    )
 
 
 def qrcode_api(settings: Settings) -> QrCodeApi | None:
@@ -33,6 +42,7 @@ def qrcode_api(settings: Settings) -> QrCodeApi | None:
         s.qrcode_client_id,
         s.qrcode_client_secret,
         http_client=_http(s.qrcode_client_cert, s.qrcode_client_key, s.qrcode_ca_bundle),
+        retry=retry_policy(s),
     )
 
 
@@ -52,6 +62,7 @@ def accounts_api(settings: Settings) -> AccountsApi | None:
         s.accounts_client_secret,
         s.accounts_account_id,
         http_client=_http(s.accounts_client_cert, s.accounts_client_key, s.accounts_ca_bundle),
+        retry=retry_policy(s),
     )
 
 

@@ -91,6 +91,7 @@ class ApiTransport:
         if content is not None:
             headers["Content-Type"] = "application/json"
         failures = 0
+        waited = 0.0
         refreshed = False
         while True:
             token: str | None = None
@@ -120,11 +121,21 @@ class ApiTransport:
             if not (retryable and isinstance(error, ProviderUnavailable)):
                 raise error
             failures += 1
-            delay = self._retry.delay(failures, error.retry_after)
+            delay = self._retry.delay(failures, error.retry_after, waited)
             if delay is None:
                 raise error
-            log.warning("provider call failed, retrying in %.2fs: %s", delay, error)
+            # Once per failure is too loud under minutes of throttling: the first, then
+            # every tenth.
+            if failures == 1 or failures % 10 == 0:
+                log.warning(
+                    "provider call failed (%d so far, %.0fs waited), retrying in %.2fs: %s",
+                    failures,
+                    waited,
+                    delay,
+                    error,
+                )
             self._retry.sleep(delay)
+            waited += delay
 
     def _send(
         self,

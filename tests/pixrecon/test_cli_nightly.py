@@ -49,6 +49,8 @@ def env(
         yield {
             **{k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")},
             "PIXRECON_DATABASE_URL": _migrated(sqlite_template, tmp_path / "nightly.db"),
+            # A provider that fails here fails fast (the default rides out minutes).
+            "PIXRECON_PROVIDER_RETRY_SECONDS": "1",
             "PIXRECON_QRCODE_API_URL": qrcode.url,
             "PIXRECON_QRCODE_CLIENT_ID": DEFAULT_CLIENT_ID,
             "PIXRECON_QRCODE_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
@@ -153,6 +155,9 @@ def test_a_day_that_cannot_be_fetched_exits_two(env: dict[str, str], tmp_path: P
     result = run_pixrecon("reconcile", "--date", _today(), env=broken, cwd=tmp_path)
     assert result.returncode == 2
     assert "could not run" in result.stderr
+    # It says what it was fetching when the provider gave out, and for how long it tried.
+    assert "while fetching Pix received" in result.stderr
+    assert "PIXRECON_PROVIDER_RETRY_SECONDS" in result.stderr
     bad_date = run_pixrecon("reconcile", "--date", "22/11/2026", env=env, cwd=tmp_path)
     assert bad_date.returncode == 2
 

@@ -46,7 +46,7 @@ ACCOUNTS = {
     "accounts_client_secret": "client-secret",
     "accounts_account_id": "account",
 }
-QRCODE_JOBS = {"confirm", "poll_qrcode", "reconcile_today"}
+QRCODE_JOBS = {"confirm", "poll_qrcode", "reconcile_today", "prune"}
 
 
 def _url(engine: Engine) -> str:

@@ -52,3 +52,14 @@ def test_documents_and_names_are_masked() -> None:
     assert "12345678909" not in mask_text("pagador 12345678909 pagou")
     masked = mask_value("pagador", {"cpf": "12345678909", "nome": "Fulana de Tal"})
     assert masked == {"cpf": "*********09", "nome": "F***** d* T**"}
+
+
+def test_masking_a_masked_document_keeps_it_as_it_is() -> None:
+    """Retention stores masked documents; showing them masks again, and must not lose the
+    two digits that tell records apart."""
+    from reconcile.masking import mask_document
+
+    for document in ("12345678909", "12.345.678/0001-90"):
+        once = mask_document(document)
+        assert mask_document(once) == once
+        assert once.endswith(document[-2:])

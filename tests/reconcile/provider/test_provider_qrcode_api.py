@@ -242,3 +242,35 @@ def test_connection_refused_is_provider_unavailable(sleeps: list[float]) -> None
     ):
         api.get_pix("E00000000202401010000aaaaaaaaaaa")
     assert len(sleeps) == 1
+
+
+def test_a_budget_rides_out_minutes_of_throttling_then_gives_up(
+    server: BackgroundServer, provider: SandboxProvider
+) -> None:
+    """What the nightly run and the jobs get from settings (``RetryPolicy.within``): not
+    four tries but as many as the budget's waiting allows, Retry-After the least wait."""
+    waited: list[float] = []
+    budget = {"max_attempts": 1_000_000, "max_delay": 30, "max_retry_after": 120, "budget": 300}
+    with qrcode_api(server, waited, retry=budget) as api:
+        [pix] = _book(provider, 1)
+        # Four minutes of 429 with Retry-After: 20 (twelve answers), then an answer.
+        provider.fail_next(12, status=429, retry_after=20)
+        assert api.get_pix(pix["endToEndId"]) == pix
+        assert len(waited) == 12
+        assert min(waited) >= 20
+        assert 240 <= sum(waited) <= 300
+        # Longer than the budget: the provider's error, after no more than the budget.
+        waited.clear()
+        provider.fail_next(100, status=503)
+        with pytest.raises(ProviderUnavailable):
+            api.get_pix(pix["endToEndId"])
+        assert 4 < len(waited) < 100
+        assert sum(waited) <= 300
+        provider.faults.clear()
+        # A Retry-After beyond the cap is not slept on: the job tries again next time.
+        waited.clear()
+        provider.fail_next(1, status=429, retry_after=600)
+        with pytest.raises(ProviderUnavailable) as caught:
+            api.get_pix(pix["endToEndId"])
+        assert caught.value.retry_after == 600
+        assert waited == []
