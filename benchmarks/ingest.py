@@ -2,12 +2,14 @@
 (PostgreSQL + Redis), against the ceiling of a no-op Starlette endpoint measured in the
 same run.
 
-    python benchmarks/ingest.py [--seconds 10] [--connections 32] [--rate 1000]
+    python benchmarks/ingest.py [--seconds 10] [--connections 32] [--rate 1000] [--single-node]
 
 Starts two real servers, each a uvicorn process of its own with the same options:
 ``benchmarks/noop_app.py`` (reads the body, stores nothing) and ``pixrecon serve`` on a
 fresh PostgreSQL database with ``PIXRECON_BROKER_URL`` set (so every accepted Pix is
-committed to the inbox and sent to Redis). Then, from this process:
+committed to the inbox and sent to Redis) — or, with ``--single-node``, on a SQLite file
+without a broker, its in-process workers processing what it stores. Then, from this
+process:
 
 1. closed loop against each server (``--connections`` keep-alive connections sending as
    fast as answers come back): the ratio of the two throughputs is the target's ratio;
@@ -31,6 +33,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -163,6 +166,9 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
         "PIXRECON_LOG_LEVEL": "WARNING",
         "PIXRECON_SCHEDULER_ENABLED": "false",
     }
+    if args.single_node:
+        # No broker: the receiver's own in-process workers process what it stores.
+        del env["PIXRECON_BROKER_URL"]
     receiver_cmd = [sys.executable, "-m", "pixrecon", "serve", "--host", "127.0.0.1"]
     receiver_cmd += ["--port", str(receiver_port)]
     with server(receiver_cmd, receiver_port, env) as pid:
@@ -277,6 +283,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--broker-url", default=DEFAULT_BROKER)
     parser.add_argument("--json", type=Path, default=Path("ingest-benchmark.json"))
     parser.add_argument("--keep", action="store_true", help="do not drop the database")
+    parser.add_argument(
+        "--single-node",
+        action="store_true",
+        help="pixrecon serve on a SQLite file without a broker (in-process workers)",
+    )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     return parser.parse_args(argv)
 
@@ -295,13 +306,20 @@ def main(argv: list[str]) -> int:
         "engine": engine_version(("receiver", "reconcile", "worker", "migrations")),
         "nproc": len(os.sched_getaffinity(0)),
     }
-    _flush_redis(args.broker_url)
-    try:
-        with scratch_database(psycopg_url(args.database_url), args.keep) as url:
-            result["database"] = make_url(url).database
+    if args.single_node:
+        result["params"]["single_node"] = True
+        with tempfile.TemporaryDirectory(prefix="pixrecon-ingest-") as directory:
+            url = f"sqlite:///{Path(directory) / 'ingest.db'}"
+            result["database"] = "sqlite"
             result["results"] = measure(args, url)
-    finally:
+    else:
         _flush_redis(args.broker_url)
+        try:
+            with scratch_database(psycopg_url(args.database_url), args.keep) as url:
+                result["database"] = make_url(url).database
+                result["results"] = measure(args, url)
+        finally:
+            _flush_redis(args.broker_url)
     result["targets"] = targets(result["results"])
     args.json.write_text(json.dumps(result, indent=2))
     print_result(result)

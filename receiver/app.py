@@ -46,7 +46,12 @@ def create_app(
     single-node mode (in production the workers' metrics server does)."""
     metrics = ReceiverMetrics(state_metrics)
     outbox = Outbox(dispatch or _ignore)
-    committer = GroupCommitter(engine, _after_commit(metrics, outbox))
+    committer = GroupCommitter(
+        engine,
+        _after_commit(metrics, outbox),
+        max_waiting=settings.max_waiting_deliveries,
+        deadline=settings.commit_deadline_seconds,
+    )
     ctx = ReceiverContext(
         settings=settings,
         engine=engine,

@@ -10,16 +10,22 @@ statement is shared by many deliveries.
 A batch that fails for a reason other than the database being unavailable is retried one
 delivery per transaction, so that one delivery the database refuses cannot take the others
 of its batch down with it.
+
+Backpressure: at most ``max_waiting`` deliveries wait at once, and one that has waited
+``deadline`` seconds without the writer taking it is withdrawn. Both are ``Overloaded``
+(the receiver answers 503 with Retry-After) and store nothing: a withdrawn delivery is
+skipped by the writer, and one the writer has already taken gets its real answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import queue
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from sqlalchemy import Engine
@@ -36,11 +42,22 @@ OnCommit = Callable[[list[int], int], None]
 _STOP: Final = object()
 
 
-@dataclass(frozen=True)
+class Overloaded(Exception):
+    """The delivery was not stored: too many wait already, or it waited too long."""
+
+
+class _State(enum.Enum):
+    QUEUED = enum.auto()
+    TAKEN = enum.auto()  # in a batch being written: its answer will come
+    WITHDRAWN = enum.auto()  # answered 503 already: the writer must not store it
+
+
+@dataclass(eq=False)
 class _Waiting:
     delivery: Delivery
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[StoreResult]
+    state: _State = field(default=_State.QUEUED)
 
 
 Outcome = tuple[asyncio.Future[StoreResult], StoreResult | BaseException]
@@ -58,21 +75,54 @@ def _settle(outcomes: list[Outcome]) -> None:
 
 
 class GroupCommitter:
-    def __init__(self, engine: Engine, on_commit: OnCommit, *, max_batch: int = 256) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        on_commit: OnCommit,
+        *,
+        max_batch: int = 256,
+        max_waiting: int = 1000,
+        deadline: float = 4.0,
+    ) -> None:
         self._engine = engine
         self._on_commit = on_commit
         self._max_batch = max_batch
+        self._max_waiting = max_waiting
+        self._deadline = deadline
         self._queue: queue.SimpleQueue[_Waiting | object] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        # Deliveries queued or being written; guarded by _lock, like each _Waiting.state.
+        self._waiting = 0
+
+    @property
+    def waiting(self) -> int:
+        return self._waiting
 
     async def store(self, delivery: Delivery) -> StoreResult:
-        """Store one delivery; returns once its transaction has committed."""
+        """Store one delivery; returns once its transaction has committed. ``Overloaded``
+        when it was not stored (too many waiting, or the deadline passed first)."""
         self._ensure_started()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[StoreResult] = loop.create_future()
-        self._queue.put(_Waiting(delivery, loop, future))
-        return await future
+        waiting = _Waiting(delivery, loop, future)
+        with self._lock:
+            if self._waiting >= self._max_waiting:
+                raise Overloaded(f"{self._waiting} deliveries already wait for a commit")
+            self._waiting += 1
+        self._queue.put(waiting)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self._deadline)
+        except TimeoutError:
+            with self._lock:
+                if waiting.state is _State.QUEUED:
+                    waiting.state = _State.WITHDRAWN
+                    self._waiting -= 1
+                    raise Overloaded(
+                        f"not written within {self._deadline:g} s of arriving"
+                    ) from None
+            # Already in a transaction: its own answer is coming, whatever it is.
+            return await future
 
     def _ensure_started(self) -> None:
         if self._thread is None:
@@ -107,15 +157,29 @@ class GroupCommitter:
                     stopping = True
                     break
                 batch.append(entry)
+            batch = self._take(batch)
             try:
-                self._write(batch)
+                if batch:
+                    self._write(batch)
             # The writer must outlive anything unforeseen, or every later request would
             # wait forever; the batch's requests get the error (a 500) instead.
             except Exception as exc:
                 log.error("group_commit_failed", deliveries=len(batch), error=type(exc).__name__)
                 self._answer([(waiting, exc) for waiting in batch])
+            finally:
+                with self._lock:
+                    self._waiting -= len(batch)
             if stopping:
                 return
+
+    def _take(self, batch: list[_Waiting]) -> list[_Waiting]:
+        """The deliveries of ``batch`` still wanted, marked as being written; those
+        withdrawn (answered 503) are left out and stored nowhere."""
+        with self._lock:
+            taken = [w for w in batch if w.state is _State.QUEUED]
+            for waiting in taken:
+                waiting.state = _State.TAKEN
+        return taken
 
     def _write(self, batch: Sequence[_Waiting]) -> None:
         try:

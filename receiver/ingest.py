@@ -13,9 +13,9 @@ from starlette.responses import JSONResponse, Response
 
 from receiver.auth import WebhookAuth
 from receiver.body import parse_json, read_body
-from receiver.group_commit import GroupCommitter
+from receiver.group_commit import GroupCommitter, Overloaded
 from receiver.metrics import ReceiverMetrics
-from receiver.problems import Problem, storage_unavailable
+from receiver.problems import Problem, overloaded, storage_unavailable
 from receiver.quarantine import QuarantineWriter
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.inbox import Delivery, NewItem
@@ -124,6 +124,8 @@ async def _accept(
     )
     try:
         result = await ctx.committer.store(delivery)
+    except Overloaded as exc:
+        raise overloaded(str(exc)) from None
     except UNAVAILABLE_ERRORS as exc:
         log.error("storage_unavailable", route=route, error=type(exc).__name__)
         raise storage_unavailable() from None

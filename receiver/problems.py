@@ -74,3 +74,12 @@ def storage_unavailable() -> Problem:
         "the delivery could not be stored; nothing was accepted, retry later",
         headers={"Retry-After": "30"},
     )
+
+
+def overloaded(reason: str) -> Problem:
+    return Problem(
+        503,
+        "overloaded",
+        f"the receiver is overloaded ({reason}); nothing was stored, retry later",
+        headers={"Retry-After": "5"},
+    )

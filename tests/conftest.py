@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -196,3 +197,57 @@ def running_node(engine: Engine) -> Iterator[RunningNode]:
         running = RunningNode(node, server)
         yield running
         running.http.close()
+
+
+class RedisProcess:
+    """A redis-server of the test's own, so that it can be killed and brought back."""
+
+    def __init__(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            service_missing("Redis", "redis-server binary not found")
+        self.binary = str(binary)
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
+
+        def up() -> bool:
+            try:
+                return bool(client.ping())
+            except redis.RedisError:
+                return False
+
+        wait_for(up, timeout=10)
+        client.close()
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+@pytest.fixture
+def redis_process() -> Iterator[RedisProcess]:
+    server = RedisProcess()
+    server.start()
+    yield server
+    server.kill()

@@ -4,78 +4,21 @@ PostgreSQL; and a Redis outage (a real redis-server killed) loses nothing."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
-import redis
 from sqlalchemy import func, select
 
 from pixrecon.node import Node
 from reconcile.db import create_db_engine, session_scope
 from reconcile.models import PixReceived
 from sandbox.server import BackgroundServer
-from tests.conftest import RunningNode, free_port, make_settings, service_missing, wait_for
+from tests.conftest import RedisProcess, RunningNode, make_settings, wait_for
 from tests.factories import pix
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
-
-
-class RedisProcess:
-    """A redis-server of the test's own, so that it can be killed and brought back."""
-
-    def __init__(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            service_missing("Redis", "redis-server binary not found")
-        self.binary = str(binary)
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                self.binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
-
-        def up() -> bool:
-            try:
-                return bool(client.ping())
-            except redis.RedisError:
-                return False
-
-        wait_for(up, timeout=10)
-        client.close()
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-            self.process = None
-
-
-@pytest.fixture
-def redis_process() -> Iterator[RedisProcess]:
-    server = RedisProcess()
-    server.start()
-    yield server
-    server.kill()
 
 
 def _pix_rows(url: str) -> int:

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -170,3 +171,107 @@ def _wait(predicate: object, timeout: float = 5.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
+
+
+def _keys(engine: Engine) -> set[str]:
+    with session_scope(engine) as session:
+        return set(session.execute(select(col(InboxItem.key))).scalars())
+
+
+def test_beyond_the_bound_a_delivery_is_refused_at_once_and_nothing_of_it_stored(
+    engine: Engine,
+) -> None:
+    from receiver.group_commit import Overloaded
+
+    committer = GroupCommitter(engine, _Commits(), max_waiting=3, deadline=30)
+
+    async def scenario() -> list[StoreResult | BaseException]:
+        with _writes_blocked(engine) as blocker:
+            waiting = [asyncio.create_task(committer.store(_delivery(f"k{n}"))) for n in range(3)]
+            await asyncio.sleep(0.2)
+            assert committer.waiting == 3
+            with pytest.raises(Overloaded):
+                await committer.store(_delivery("refused"))
+            blocker.rollback()
+        return await asyncio.gather(*waiting, return_exceptions=True)
+
+    try:
+        results = asyncio.run(scenario())
+    finally:
+        committer.stop()
+    assert all(isinstance(r, StoreResult) for r in results)
+    assert _keys(engine) == {"k0", "k1", "k2"}
+    assert committer.waiting == 0
+
+
+def test_a_delivery_past_its_deadline_is_withdrawn_and_never_written(engine: Engine) -> None:
+    """The writer is stuck on a lock; the deliveries behind it run out of time, are
+    answered Overloaded (a 503), and stay out of the inbox once the writer moves on —
+    while the one already in its transaction gets its real answer, late."""
+    from receiver.group_commit import Overloaded
+
+    committer = GroupCommitter(engine, _Commits(), max_waiting=100, deadline=0.5)
+
+    async def scenario() -> tuple[StoreResult | BaseException, list[StoreResult | BaseException]]:
+        with _writes_blocked(engine) as blocker:
+            lead = asyncio.create_task(committer.store(_delivery("lead")))
+            await asyncio.sleep(0.1)
+            behind = [asyncio.create_task(committer.store(_delivery(f"b{n}"))) for n in range(5)]
+            late = await asyncio.gather(*behind, return_exceptions=True)
+            assert not lead.done()
+            blocker.rollback()
+        return (await asyncio.gather(lead, return_exceptions=True))[0], late
+
+    try:
+        lead, late = asyncio.run(scenario())
+        # The writer goes on to the next deliveries as usual.
+        after = asyncio.run(committer.store(_delivery("after")))
+    finally:
+        committer.stop()
+    assert isinstance(lead, StoreResult)
+    assert all(isinstance(r, Overloaded) for r in late)
+    assert isinstance(after, StoreResult)
+    assert _keys(engine) == {"lead", "after"}
+    assert committer.waiting == 0
+
+
+def test_an_overloaded_receiver_answers_503_with_retry_after_and_recovers(engine: Engine) -> None:
+    import httpx
+
+    from pixrecon.node import Node
+    from sandbox.server import BackgroundServer
+    from tests.conftest import SECRET, make_settings
+    from tests.factories import pix
+
+    settings = make_settings(
+        engine.url.render_as_string(hide_password=False),
+        max_waiting_deliveries=2,
+        commit_deadline_seconds=0.5,
+    )
+    with Node(settings, engine) as node, BackgroundServer(node.app) as server:
+        headers = {"X-Webhook-Secret": SECRET}
+        url = server.url + "/webhooks/qrcode/pix"
+        first: list[httpx.Response] = []
+        with _writes_blocked(engine) as blocker, httpx.Client(headers=headers) as http:
+            # The first delivery's transaction waits on the lock; it will be answered.
+            lead = threading.Thread(
+                target=lambda: first.append(
+                    httpx.post(url, json={"pix": [pix()]}, headers=headers, timeout=30)
+                )
+            )
+            lead.start()
+            time.sleep(0.3)
+            answer = http.post(url, json={"pix": [pix()]}, timeout=10)
+            blocker.rollback()
+            lead.join(timeout=30)
+        assert [r.status_code for r in first] == [200]
+        assert answer.status_code == 503
+        assert answer.headers["retry-after"] == "5"
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert answer.json()["type"].endswith("/overloaded")
+        # The lock gone, the next delivery is taken at once.
+        assert httpx.post(url, json={"pix": [pix()]}, headers=headers).status_code == 200
+        metrics = httpx.get(server.url + "/metrics").text
+    assert 'pixrecon_webhook_refusals_total{reason="overloaded",route="/webhooks/qrcode/pix"}' in (
+        metrics
+    )
