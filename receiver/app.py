@@ -13,6 +13,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 
+from receiver.backpressure import InFlightLimit
 from receiver.group_commit import GroupCommitter
 from receiver.ingest import ReceiverContext
 from receiver.metrics import ReceiverMetrics
@@ -70,7 +71,10 @@ def create_app(
 
     return Starlette(
         routes=[*qrcode.routes(ctx), *accounts.routes(ctx), *ops.routes(ctx)],
-        middleware=[Middleware(RequestContextMiddleware, metrics=metrics)],
+        middleware=[
+            Middleware(RequestContextMiddleware, metrics=metrics),
+            Middleware(InFlightLimit, limit=settings.max_waiting_deliveries, metrics=metrics),
+        ],
         exception_handlers={Problem: handle_problem, HTTPException: _http_error},
         lifespan=lifespan,
     )

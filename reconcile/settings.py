@@ -48,11 +48,12 @@ class Settings(BaseSettings):
     trusted_proxies: CsvList = Field(default_factory=list)
     insecure_no_auth: bool = False
     max_body_bytes: int = Field(default=65536, gt=0)
-    # Backpressure. Deliveries waiting for their commit are bounded: beyond this many, or
-    # when one has waited this long without its transaction starting (the provider gives
-    # up after a few seconds and retries), it is answered 503 with Retry-After and nothing
-    # of it is stored. Memory stays bounded and every 2xx still means "committed".
-    max_waiting_deliveries: int = Field(default=1000, gt=0)
+    # Backpressure. Deliveries in progress are bounded: beyond this many (counted from a
+    # request's start, and again among those waiting for their commit), or when one has
+    # waited this long without its transaction starting (the provider gives up after a few
+    # seconds and retries), it is answered 503 with Retry-After and nothing of it is
+    # stored. Memory stays bounded and every 2xx still means "committed".
+    max_waiting_deliveries: int = Field(default=512, gt=0)
     commit_deadline_seconds: float = Field(default=4.0, gt=0)
 
     # Which defences guard each route family ("secret", "ip", "mtls", "hmac"); empty means

@@ -275,3 +275,45 @@ def test_an_overloaded_receiver_answers_503_with_retry_after_and_recovers(engine
     assert 'pixrecon_webhook_refusals_total{reason="overloaded",route="/webhooks/qrcode/pix"}' in (
         metrics
     )
+
+
+def test_beyond_the_deliveries_in_progress_the_door_answers_503_before_reading(
+    engine: Engine,
+) -> None:
+    import httpx
+
+    from pixrecon.node import Node
+    from sandbox.server import BackgroundServer
+    from tests.conftest import SECRET, make_settings
+    from tests.factories import pix
+
+    settings = make_settings(
+        engine.url.render_as_string(hide_password=False),
+        max_waiting_deliveries=1,
+        commit_deadline_seconds=30,
+    )
+    with Node(settings, engine) as node, BackgroundServer(node.app) as server:
+        headers = {"X-Webhook-Secret": SECRET}
+        url = server.url + "/webhooks/qrcode/pix"
+        first: list[httpx.Response] = []
+        with _writes_blocked(engine) as blocker:
+            lead = threading.Thread(
+                target=lambda: first.append(
+                    httpx.post(url, json={"pix": [pix()]}, headers=headers, timeout=30)
+                )
+            )
+            lead.start()
+            time.sleep(0.3)
+            started = time.monotonic()
+            refused = httpx.post(url, json={"pix": [pix()]}, headers=headers, timeout=10)
+            waited = time.monotonic() - started
+            blocker.rollback()
+            lead.join(timeout=30)
+        # Health and metrics are never refused at the door.
+        assert httpx.get(server.url + "/readyz").status_code == 200
+    assert [r.status_code for r in first] == [200]
+    assert refused.status_code == 503
+    assert refused.headers["retry-after"] == "5"
+    assert "in progress" in refused.json()["detail"]
+    assert waited < 1.0  # at once, not after the deadline
+    assert len(_keys(engine)) == 1  # the refused delivery stored nothing
