@@ -1,0 +1,110 @@
+"""PostgreSQL stopped and started again during ingest: while it is down the receiver
+answers 503 (never 2xx: nothing can be committed), and when it is back the same processes
+go on — no restart — and every delivery acknowledged before, during and after the outage
+is processed exactly once.
+
+Real processes on a PostgreSQL server of the test's own (stopping the machine's would
+disturb everything else): ``pixrecon serve`` with a broker and ``pixrecon worker`` on the
+machine's Redis."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from migrations.apply import upgrade
+from reconcile.db import create_db_engine
+from tests.conftest import SECRET, wait_for
+from tests.factories import pix
+from tests.faults.postgres_instance import PostgresInstance
+from tests.faults.support import (
+    Load,
+    Receiver,
+    accounts,
+    assert_every_acknowledged_delivery_had_one_effect,
+    start_pixrecon,
+    stop,
+)
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+
+
+@pytest.fixture
+def postgres() -> Iterator[PostgresInstance]:
+    instance = PostgresInstance()
+    try:
+        instance.init()
+        instance.start()
+        engine = create_db_engine(instance.url)
+        upgrade(engine)
+        engine.dispose()
+        yield instance
+    finally:
+        instance.remove()
+
+
+def test_postgres_stopped_during_ingest_means_503_then_recovery_without_restart(
+    postgres: PostgresInstance, redis_url: str, tmp_path: Path
+) -> None:
+    database = postgres.url
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
+    env |= {
+        "PIXRECON_DATABASE_URL": database,
+        "PIXRECON_BROKER_URL": redis_url,
+        "PIXRECON_WEBHOOK_SECRETS": SECRET,
+        "PIXRECON_SCHEDULER_ENABLED": "0",
+        "PIXRECON_LOG_LEVEL": "WARNING",
+        "PIXRECON_WORKER_METRICS_PORT": "0",
+        "PIXRECON_SWEEP_INTERVAL_SECONDS": "0.5",
+        "PIXRECON_REDISPATCH_AFTER_SECONDS": "2",
+        "dramatiq_restart_delay": "500",
+    }
+    receiver = Receiver(env, tmp_path)
+    receiver.start()
+    worker = start_pixrecon(
+        "worker",
+        "--processes",
+        "1",
+        "--threads",
+        "4",
+        env=env,
+        cwd=tmp_path,
+        log=tmp_path / "worker.log",
+    )
+    load = Load(receiver.url, senders=4)
+    during: list[int] = []
+    try:
+        load.start()
+        wait_for(lambda: len(load.acknowledged) >= 200, timeout=30)
+        postgres.stop()
+        before = len(load.acknowledged)
+        # While it is down: 503 with Retry-After, and nothing acknowledged.
+        with httpx.Client(base_url=receiver.url, headers={"X-Webhook-Secret": SECRET}) as http:
+            for _ in range(5):
+                answer = http.post("/webhooks/qrcode/pix", json={"pix": [pix()]}, timeout=10)
+                during.append(answer.status_code)
+            ready = http.get("/readyz", timeout=10).status_code
+        stalled = len(load.acknowledged)
+        postgres.start()
+        # Back, with the same receiver and worker processes.
+        wait_for(lambda: len(load.acknowledged) >= stalled + 200, timeout=60)
+        load.stop()
+        assert receiver.process is not None
+        assert receiver.process.poll() is None
+        assert worker.poll() is None
+        wait_for(lambda: accounts(database, []).pending == 0, timeout=90, interval=0.5)
+    finally:
+        load.stop()
+        stop(worker)
+        receiver.stop()
+    # Down: every delivery answered 503 (with nothing stored), and not ready.
+    assert during == [503] * 5
+    assert ready == 503
+    # Acknowledged after the stop: at most those whose commit was under way (one a sender).
+    assert stalled - before <= 4
+    assert load.refused > 0
+    assert_every_acknowledged_delivery_had_one_effect(database, list(load.acknowledged))
