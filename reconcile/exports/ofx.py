@@ -20,25 +20,15 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-
-from ofxtools.header import OFXHeaderV1
-from ofxtools.models import (
-    BANKACCTFROM,
-    BANKMSGSRSV1,
-    BANKTRANLIST,
-    LEDGERBAL,
-    SIGNONMSGSRSV1,
-    SONRS,
-    STATUS,
-    STMTRS,
-    STMTTRN,
-    STMTTRNRS,
-)
-from ofxtools.models.ofx import OFX
+from typing import TYPE_CHECKING
 
 from reconcile.exports.statement import DayBalance, StatementLine
 from reconcile.money import from_cents
 from reconcile.timeutil import BUSINESS_TZ, as_utc, business_day_bounds, utcnow
+
+if TYPE_CHECKING:
+    from ofxtools.models import STMTTRN
+    from ofxtools.models.ofx import OFX
 
 PLACEHOLDER_BANK_ID = "0000"
 PLACEHOLDER_ACCOUNT_ID = "PIXRECON"
@@ -85,7 +75,13 @@ def _memo(line: StatementLine) -> str:
     return _ascii(" ".join(part for part in parts if part), MEMO_MAX)
 
 
+# ofxtools is imported where a file is written, not with this module: it would add 8 MiB
+# to every receiver and worker process (the dashboard and the CLI import this module).
+
+
 def transaction(line: StatementLine) -> STMTTRN:
+    from ofxtools.models import STMTTRN
+
     return STMTTRN(
         trntype=line.trntype,
         dtposted=_brt(line.booked_at),
@@ -99,6 +95,19 @@ def transaction(line: StatementLine) -> STMTTRN:
 def _statement(
     day: date, balance: DayBalance, account: OfxAccount, now: datetime
 ) -> tuple[OFX, int]:
+    from ofxtools.models import (
+        BANKACCTFROM,
+        BANKMSGSRSV1,
+        BANKTRANLIST,
+        LEDGERBAL,
+        SIGNONMSGSRSV1,
+        SONRS,
+        STATUS,
+        STMTRS,
+        STMTTRNRS,
+    )
+    from ofxtools.models.ofx import OFX
+
     start, end = business_day_bounds(day)
     ok = STATUS(code=0, severity="INFO")
     stmtrs = STMTRS(
@@ -122,6 +131,8 @@ def ofx_chunks(
     account: OfxAccount | None = None,
     now: datetime | None = None,
 ) -> Iterator[str]:
+    from ofxtools.header import OFXHeaderV1
+
     ofx, depth = _statement(day, balance, account or OfxAccount(), now or utcnow())
     tree = ofx.to_etree()
     ET.indent(tree, space=INDENT)
