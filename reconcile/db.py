@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,9 @@ UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
 )
 
 
+SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
+
+
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -31,14 +35,66 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
         cursor.close()
+
+    turns = _WriteTurns()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         # A deferred transaction that later writes can fail with SQLITE_BUSY without ever
         # waiting; taking the write lock up front makes concurrent writers queue instead.
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # The pool's proxy of the driver's connection: what do_commit and do_rollback get.
+        dbapi_connection = connection.connection
+        turns.take(dbapi_connection)
+        try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            turns.give_back(dbapi_connection)
+            raise
+
+    # After the transaction has really ended (the events fire before), and on every path
+    # that ends one: a commit, a rollback, the pool's reset of a returned connection.
+    dialect: Any = engine.dialect
+    commit, rollback = dialect.do_commit, dialect.do_rollback
+
+    def do_commit(dbapi_connection: Any) -> None:
+        try:
+            commit(dbapi_connection)
+        finally:
+            turns.give_back(dbapi_connection)
+
+    def do_rollback(dbapi_connection: Any) -> None:
+        try:
+            rollback(dbapi_connection)
+        finally:
+            turns.give_back(dbapi_connection)
+
+    dialect.do_commit = do_commit
+    dialect.do_rollback = do_rollback
+
+
+class _WriteTurns:
+    """The threads of one process take turns at SQLite's one write lock here, in a lock
+    that wakes the next one the moment it is free. Left to SQLite, a writer that finds the
+    lock taken sleeps and polls (its busy handler: 1, 2, 5, 10 … 100 ms), and under a
+    steady load of commits and worker batches in single-node mode that put about 300 ms
+    on the p99 acknowledgement at 1,000 deliveries/s. Other processes on the same file
+    still meet SQLite's own lock and busy timeout, and so does a thread that waited here
+    as long as that timeout."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holder: Any = None
+
+    def take(self, dbapi_connection: Any) -> None:
+        if self._lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_SECONDS):
+            self._holder = dbapi_connection
+
+    def give_back(self, dbapi_connection: Any) -> None:
+        if self._holder is not None and self._holder is dbapi_connection:
+            self._holder = None
+            self._lock.release()
 
 
 # The dialects the migrations and the per-dialect upserts are written for.

@@ -80,6 +80,8 @@ def test_postgres_stopped_during_ingest_means_503_then_recovery_without_restart(
     try:
         load.start()
         wait_for(lambda: len(load.acknowledged) >= 200, timeout=30)
+        # The worker is up (it checks the database as it starts) before the outage.
+        wait_for(lambda: accounts(database, []).processed > 0, timeout=60, interval=0.2)
         postgres.stop()
         before = len(load.acknowledged)
         # While it is down: 503 with Retry-After, and nothing acknowledged.

@@ -64,6 +64,8 @@ def test_redis_flushed_and_restarted_during_ingest_loses_nothing(
     try:
         load.start()
         acknowledged_grows(200)
+        # The worker is up (it checks the broker as it starts) before Redis goes.
+        wait_for(lambda: accounts(database, []).processed > 0, timeout=60, interval=0.2)
         # Every queued message gone at once.
         client = redis.Redis.from_url(redis_process.url)
         client.flushall()
