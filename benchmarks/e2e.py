@@ -79,6 +79,7 @@ from benchmarks.ingest import (
     _free_port,
     _vm_hwm_mib,
     pix_request,
+    receiver_process,
     server,
 )
 from benchmarks.loadgen import LoadResult, MakeRequest, closed, open_loop
@@ -514,22 +515,15 @@ def exactly_once(
 # --- the two modes ---------------------------------------------------------------------
 
 
-def _environment(args: argparse.Namespace, database_url: str, secret: str) -> dict[str, str]:
-    env = {
-        **os.environ,
-        "PIXRECON_DATABASE_URL": database_url,
-        "PIXRECON_WEBHOOK_WEBHOOK_HEADER": WEBHOOK_HEADER,
-        "PIXRECON_WEBHOOK_SECRETS": secret,
-        "PIXRECON_LOG_LEVEL": "WARNING",
-        "PIXRECON_SCHEDULER_ENABLED": "0",
-        "PIXRECON_WORKER_METRICS_PORT": "0",
-    }
+def _receiver(
+    args: argparse.Namespace, port: int, database_url: str, secret: str
+) -> tuple[list[str], dict[str, str]]:
+    broker = None if args.single_node else args.broker_url
+    command, env = receiver_process(port, database_url, broker, WEBHOOK_HEADER, secret)
+    env["PIXRECON_WORKER_METRICS_PORT"] = "0"
     if args.single_node:
-        env.pop("PIXRECON_BROKER_URL", None)
         env.pop("PIXRECON_WORKER_THREADS", None)
-    else:
-        env["PIXRECON_BROKER_URL"] = args.broker_url
-    return env
+    return command, env
 
 
 def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
@@ -541,11 +535,9 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
     run = secrets.token_hex(2)  # 4 characters: endToEndIds stay 32 long
     make = pix_request(WEBHOOK_HEADER, secret, run)
     counter = itertools.count()
-    env = _environment(args, database_url, secret)
     results: dict[str, Any] = {}
     port = _free_port()
-    command = [sys.executable, "-m", "pixrecon", "serve", "--host", "127.0.0.1"]
-    command += ["--port", str(port)]
+    command, env = _receiver(args, port, database_url, secret)
     bench = Bench(args, port, make, counter, Inbox(engine))
     try:
         with server(command, port, env) as receiver:

@@ -134,13 +134,38 @@ def _run_closed(
     return warm, asyncio.run(closed("127.0.0.1", port, make, seconds=args.seconds, **options))
 
 
-def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
+def migrate(database_url: str) -> None:
     from migrations.apply import upgrade
     from reconcile.db import create_db_engine
 
     engine = create_db_engine(database_url)
     upgrade(engine)
     engine.dispose()
+
+
+def receiver_process(
+    port: int, database_url: str, broker_url: str | None, header: str, secret: str
+) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of the ``pixrecon serve`` under test: quiet, no periodic
+    jobs; without ``broker_url``, single-node (its workers in-process)."""
+    env = {
+        **os.environ,
+        "PIXRECON_DATABASE_URL": database_url,
+        "PIXRECON_WEBHOOK_SECRET_HEADER": header,
+        "PIXRECON_WEBHOOK_SECRETS": secret,
+        "PIXRECON_LOG_LEVEL": "WARNING",
+        "PIXRECON_SCHEDULER_ENABLED": "false",
+    }
+    if broker_url is not None:
+        env["PIXRECON_BROKER_URL"] = broker_url
+    else:
+        env.pop("PIXRECON_BROKER_URL", None)
+    command = [sys.executable, "-m", "pixrecon", "serve", "--host", "127.0.0.1"]
+    return [*command, "--port", str(port)], env
+
+
+def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
+    migrate(database_url)
     secret = secrets.token_urlsafe(16)
     header = "X-Webhook-Secret"
     run = secrets.token_hex(2)  # 4 characters: endToEndIds stay 32 long
@@ -157,20 +182,9 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
         results["noop"] = _run_closed(noop_port, make, args, counter)[1].summary()
 
     receiver_port = _free_port()
-    env = {
-        **os.environ,
-        "PIXRECON_DATABASE_URL": database_url,
-        "PIXRECON_BROKER_URL": args.broker_url,
-        "PIXRECON_WEBHOOK_SECRET_HEADER": header,
-        "PIXRECON_WEBHOOK_SECRETS": secret,
-        "PIXRECON_LOG_LEVEL": "WARNING",
-        "PIXRECON_SCHEDULER_ENABLED": "false",
-    }
-    if args.single_node:
-        # No broker: the receiver's own in-process workers process what it stores.
-        del env["PIXRECON_BROKER_URL"]
-    receiver_cmd = [sys.executable, "-m", "pixrecon", "serve", "--host", "127.0.0.1"]
-    receiver_cmd += ["--port", str(receiver_port)]
+    # Single-node: no broker, the receiver's own in-process workers process what it stores.
+    broker = None if args.single_node else args.broker_url
+    receiver_cmd, env = receiver_process(receiver_port, database_url, broker, header, secret)
     with server(receiver_cmd, receiver_port, env) as pid:
         print(f"receiver: {args.seconds:.0f} s, {args.connections} connections …")
         warm, receiver = _run_closed(receiver_port, make, args, counter)

@@ -52,7 +52,9 @@ from benchmarks.ingest import (
     _flush_redis,
     _free_port,
     _vm_hwm_mib,
+    migrate,
     pix_request,
+    receiver_process,
     server,
 )
 from benchmarks.loadgen import LoadResult, closed
@@ -136,28 +138,13 @@ def parse_wrk(output: str) -> dict[str, Any]:
 
 
 def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
-    from migrations.apply import upgrade
-    from reconcile.db import create_db_engine
-
-    engine = create_db_engine(database_url)
-    upgrade(engine)
-    engine.dispose()
+    migrate(database_url)
     secret = secrets.token_urlsafe(16)
     header = "X-Webhook-Secret"
     make = pix_request(header, secret, secrets.token_hex(2))
     counter = itertools.count()
     port = _free_port()
-    env = {
-        **os.environ,
-        "PIXRECON_DATABASE_URL": database_url,
-        "PIXRECON_BROKER_URL": args.broker_url,
-        "PIXRECON_WEBHOOK_SECRET_HEADER": header,
-        "PIXRECON_WEBHOOK_SECRETS": secret,
-        "PIXRECON_LOG_LEVEL": "WARNING",
-        "PIXRECON_SCHEDULER_ENABLED": "false",
-    }
-    command = [sys.executable, "-m", "pixrecon", "serve", "--host", "127.0.0.1"]
-    command += ["--port", str(port)]
+    command, env = receiver_process(port, database_url, args.broker_url, header, secret)
     results: dict[str, Any] = {}
     with server(command, port, env) as pid:
 

@@ -26,6 +26,43 @@ from tests.factories import pix
 PIX_PATH = "/webhooks/qrcode/pix"
 
 
+def pixrecon_env(database: str, broker: str | None = None, **settings: str) -> dict[str, str]:
+    """The environment of the processes a fault test starts: none of the caller's own
+    ``PIXRECON_*``, the test's webhook secret, no periodic jobs, warnings only, no worker
+    metrics port, a sweeper quick to re-send what a fault left pending; ``settings`` (by
+    variable name) on top."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
+    env |= {
+        "PIXRECON_DATABASE_URL": database,
+        "PIXRECON_WEBHOOK_SECRETS": SECRET,
+        "PIXRECON_SCHEDULER_ENABLED": "0",
+        "PIXRECON_LOG_LEVEL": "WARNING",
+        "PIXRECON_WORKER_METRICS_PORT": "0",
+        "PIXRECON_SWEEP_INTERVAL_SECONDS": "0.5",
+        "PIXRECON_REDISPATCH_AFTER_SECONDS": "2",
+    }
+    if broker is not None:
+        env["PIXRECON_BROKER_URL"] = broker
+        # Dramatiq's supervisor restarts a worker process that lost a service quickly.
+        env["dramatiq_restart_delay"] = "500"
+    return env | settings
+
+
+def start_worker(
+    env: Mapping[str, str], cwd: Path, *, processes: int = 1, threads: int = 4
+) -> subprocess.Popen[bytes]:
+    return start_pixrecon(
+        "worker",
+        "--processes",
+        str(processes),
+        "--threads",
+        str(threads),
+        env=env,
+        cwd=cwd,
+        log=cwd / "worker.log",
+    )
+
+
 def start_pixrecon(
     *args: str, env: Mapping[str, str], cwd: Path, log: Path | None = None
 ) -> subprocess.Popen[bytes]:

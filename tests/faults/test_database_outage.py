@@ -9,7 +9,6 @@ machine's Redis."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +25,8 @@ from tests.faults.support import (
     Receiver,
     accounts,
     assert_every_acknowledged_delivery_had_one_effect,
-    start_pixrecon,
+    pixrecon_env,
+    start_worker,
     stop,
 )
 
@@ -51,30 +51,10 @@ def test_postgres_stopped_during_ingest_means_503_then_recovery_without_restart(
     postgres: PostgresInstance, redis_url: str, tmp_path: Path
 ) -> None:
     database = postgres.url
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
-    env |= {
-        "PIXRECON_DATABASE_URL": database,
-        "PIXRECON_BROKER_URL": redis_url,
-        "PIXRECON_WEBHOOK_SECRETS": SECRET,
-        "PIXRECON_SCHEDULER_ENABLED": "0",
-        "PIXRECON_LOG_LEVEL": "WARNING",
-        "PIXRECON_WORKER_METRICS_PORT": "0",
-        "PIXRECON_SWEEP_INTERVAL_SECONDS": "0.5",
-        "PIXRECON_REDISPATCH_AFTER_SECONDS": "2",
-        "dramatiq_restart_delay": "500",
-    }
+    env = pixrecon_env(database, redis_url)
     receiver = Receiver(env, tmp_path)
     receiver.start()
-    worker = start_pixrecon(
-        "worker",
-        "--processes",
-        "1",
-        "--threads",
-        "4",
-        env=env,
-        cwd=tmp_path,
-        log=tmp_path / "worker.log",
-    )
+    worker = start_worker(env, tmp_path)
     load = Load(receiver.url, senders=4)
     during: list[int] = []
     try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 from pathlib import Path
 
 import httpx
@@ -17,7 +16,7 @@ import pytest
 from benchmarks.loadgen import closed, http_request
 from tests.conftest import SECRET
 from tests.factories import pix
-from tests.faults.support import PIX_PATH, Receiver, accounts
+from tests.faults.support import PIX_PATH, Receiver, accounts, pixrecon_env
 
 CONNECTIONS = 400
 RECEIVER_LIMIT_MIB = 150
@@ -35,15 +34,7 @@ def test_an_overloaded_receiver_answers_2xx_or_503_stays_small_and_recovers(
     postgres_database_url: str, tmp_path: Path
 ) -> None:
     database = postgres_database_url
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
-    env |= {
-        "PIXRECON_DATABASE_URL": database,
-        "PIXRECON_WEBHOOK_SECRETS": SECRET,
-        "PIXRECON_SCHEDULER_ENABLED": "0",
-        "PIXRECON_LOG_LEVEL": "WARNING",
-        # A small door, so that a test-sized load is many times what it lets in.
-        "PIXRECON_MAX_WAITING_DELIVERIES": "16",
-    }
+    env = pixrecon_env(database, PIXRECON_MAX_WAITING_DELIVERIES="16")
     receiver = Receiver(env, tmp_path)
     receiver.start()
     assert receiver.process is not None

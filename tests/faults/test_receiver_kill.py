@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SECRET, wait_for
+from tests.conftest import wait_for
 from tests.faults.support import (
     Load,
     Receiver,
     accounts,
     assert_every_acknowledged_delivery_had_one_effect,
+    pixrecon_env,
 )
 
 KILL_AFTER = 150
@@ -43,16 +44,7 @@ def database(
 def test_every_acknowledged_delivery_survives_a_kill_9_right_after_its_answer(
     database: str, tmp_path: Path
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
-    env |= {
-        "PIXRECON_DATABASE_URL": database,
-        "PIXRECON_WEBHOOK_SECRETS": SECRET,
-        "PIXRECON_SCHEDULER_ENABLED": "0",
-        "PIXRECON_LOG_LEVEL": "WARNING",
-        # After the restart, what the dead process never processed is found quickly.
-        "PIXRECON_SWEEP_INTERVAL_SECONDS": "0.5",
-        "PIXRECON_REDISPATCH_AFTER_SECONDS": "1",
-    }
+    env = pixrecon_env(database, PIXRECON_REDISPATCH_AFTER_SECONDS="1")
     receiver = Receiver(env, tmp_path)
     receiver.start()
     process = receiver.process

@@ -7,19 +7,19 @@ redis-server of the test's own and PostgreSQL, deliveries flowing throughout."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 import redis
 
-from tests.conftest import SECRET, RedisProcess, wait_for
+from tests.conftest import RedisProcess, wait_for
 from tests.faults.support import (
     Load,
     Receiver,
     accounts,
     assert_every_acknowledged_delivery_had_one_effect,
-    start_pixrecon,
+    pixrecon_env,
+    start_worker,
     stop,
 )
 
@@ -30,31 +30,10 @@ def test_redis_flushed_and_restarted_during_ingest_loses_nothing(
     postgres_database_url: str, redis_process: RedisProcess, tmp_path: Path
 ) -> None:
     database = postgres_database_url
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
-    env |= {
-        "PIXRECON_DATABASE_URL": database,
-        "PIXRECON_BROKER_URL": redis_process.url,
-        "PIXRECON_WEBHOOK_SECRETS": SECRET,
-        "PIXRECON_SCHEDULER_ENABLED": "0",
-        "PIXRECON_LOG_LEVEL": "WARNING",
-        "PIXRECON_WORKER_METRICS_PORT": "0",
-        "PIXRECON_SWEEP_INTERVAL_SECONDS": "0.5",
-        "PIXRECON_REDISPATCH_AFTER_SECONDS": "2",
-        # Dramatiq's supervisor restarts a worker process that lost its broker quickly.
-        "dramatiq_restart_delay": "500",
-    }
+    env = pixrecon_env(database, redis_process.url)
     receiver = Receiver(env, tmp_path)
     receiver.start()
-    worker = start_pixrecon(
-        "worker",
-        "--processes",
-        "1",
-        "--threads",
-        "4",
-        env=env,
-        cwd=tmp_path,
-        log=tmp_path / "worker.log",
-    )
+    worker = start_worker(env, tmp_path)
     load = Load(receiver.url)
 
     def acknowledged_grows(by: int) -> None:

@@ -8,19 +8,19 @@ Production mode with real processes: ``pixrecon serve`` with a broker, ``pixreco
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import SECRET, wait_for
+from tests.conftest import wait_for
 from tests.faults.support import (
     Load,
     Receiver,
     accounts,
     assert_every_acknowledged_delivery_had_one_effect,
     kill_tree,
-    start_pixrecon,
+    pixrecon_env,
+    start_worker,
     stop,
 )
 
@@ -31,22 +31,11 @@ def test_a_worker_tree_killed_mid_batch_loses_nothing_and_repeats_nothing(
     postgres_database_url: str, redis_url: str, tmp_path: Path
 ) -> None:
     database = postgres_database_url
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")}
-    env |= {
-        "PIXRECON_DATABASE_URL": database,
-        "PIXRECON_BROKER_URL": redis_url,
-        "PIXRECON_WEBHOOK_SECRETS": SECRET,
-        "PIXRECON_SCHEDULER_ENABLED": "0",
-        "PIXRECON_LOG_LEVEL": "WARNING",
-        "PIXRECON_WORKER_METRICS_PORT": "0",
-        "PIXRECON_SWEEP_INTERVAL_SECONDS": "0.5",
-        "PIXRECON_REDISPATCH_AFTER_SECONDS": "2",
-    }
+    env = pixrecon_env(database, redis_url)
     receiver = Receiver(env, tmp_path)
     receiver.start()
     load = Load(receiver.url)
-    worker_args = ("worker", "--processes", "2", "--threads", "4")
-    worker = start_pixrecon(*worker_args, env=env, cwd=tmp_path, log=tmp_path / "worker.log")
+    worker = start_worker(env, tmp_path, processes=2)
     try:
         load.start()
         # Killed while items stream through it: some processed, some mid-batch.
@@ -55,7 +44,7 @@ def test_a_worker_tree_killed_mid_batch_loses_nothing_and_repeats_nothing(
         # Deliveries keep being acknowledged with no worker at all.
         acked = len(load.acknowledged)
         wait_for(lambda: len(load.acknowledged) >= acked + 100, timeout=30)
-        worker = start_pixrecon(*worker_args, env=env, cwd=tmp_path, log=tmp_path / "worker.log")
+        worker = start_worker(env, tmp_path, processes=2)
         wait_for(lambda: len(load.acknowledged) >= acked + 300, timeout=30)
         load.stop()
         wait_for(lambda: accounts(database, []).pending == 0, timeout=60, interval=0.5)
