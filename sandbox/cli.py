@@ -94,7 +94,7 @@ def run_sandbox(
             if on_ready is not None:
                 on_ready(api.url, accounts_url)
             print("serving the sandbox until interrupted (Ctrl-C)", flush=True)
-            _wait_for_interrupt()
+            wait_for_interrupt()
     finally:
         if accounts is not None:
             accounts.stop()
@@ -120,7 +120,7 @@ def _describe(api_url: str, accounts_url: str | None) -> None:
     sys.stdout.flush()
 
 
-def _wait_for_interrupt() -> None:
+def wait_for_interrupt() -> None:
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 

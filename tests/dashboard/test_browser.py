@@ -13,55 +13,18 @@ import csv
 import io
 import json
 import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from pydantic import SecretStr
 from sqlalchemy import Engine
 
 from reconcile.formats import brl
 from tests.cli_support import run_pixrecon
-from tests.conftest import service_missing
 from tests.dashboard.support import PASSWORD, judged, played_with_dashboard
 from tests.integration.scenario_day import PlayedDay
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
-
-
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None and os.access("/usr/bin/chromium", os.X_OK):
-        found = "/usr/bin/chromium"
-    if found is None:
-        service_missing("Chromium", "no chromium executable (apt-get install chromium)")
-    assert found is not None
-    return found
-
-
-@pytest.fixture
-def browser_page() -> Iterator[Any]:
-    executable = _chromium()
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        service_missing("Playwright", str(exc))
-    with sync_playwright() as playwright:
-        # --no-sandbox: CI runs as root, where Chromium's own sandbox cannot start.
-        browser = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox"]
-        )
-        context = browser.new_context(
-            accept_downloads=True, viewport={"width": 1280, "height": 900}
-        )
-        context.set_default_timeout(10_000)
-        try:
-            yield context.new_page()
-        finally:
-            context.close()
-            browser.close()
 
 
 def _shot(page: Any, folder: Path, name: str) -> None:

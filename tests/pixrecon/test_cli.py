@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -22,85 +19,6 @@ from tests.conftest import SECRET, free_port, wait_for
 from tests.factories import pix
 
 BRL = r"-?R\$ \d{1,3}(?:\.\d{3})*,\d{2}"
-
-
-def test_demo_exits_zero_with_summary_within_a_minute(tmp_path: Path) -> None:
-    started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "pixrecon", "demo"],
-        cwd=tmp_path,
-        env={**clean_env(), "COLUMNS": "80"},
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
-    elapsed = time.monotonic() - started
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert elapsed < 60
-    for line in ("confirmed by the API", "duplicate webhooks counted", "forged webhooks flagged"):
-        assert line in result.stdout
-    assert "✗" not in result.stdout
-    assert (tmp_path / "pixrecon-demo.db").exists()
-
-    # The demo's own check, in 80 columns: nothing cut short, money as R$ 1.234,56, and
-    # the deliveries in a table of their own, after the money.
-    check = result.stdout.split("the demo's own check", 1)[1]
-    lines = check.splitlines()
-    assert "…" not in check
-    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
-    rows = {line.split("│")[1].strip(): line.split("│")[2:4] for line in lines if "│" in line}
-    for label in ("amount confirmed", "nightly: statement credits", "nightly: balance drift"):
-        got, want = (cell.strip() for cell in rows[label])
-        assert re.fullmatch(BRL, got), rows[label]
-        assert got == want
-    assert not re.search(r"\d\.\d\d\s", check)  # as 290665.46 was
-    deliveries = check.index("Deliveries")
-    assert check.index("nightly: balance drift") < deliveries
-    for label in ("duplicate webhooks counted", "found only by polling", "notifications dropped"):
-        assert check.index(label) > deliveries
-
-
-def test_the_demo_check_in_80_columns_with_big_figures() -> None:
-    from rich.console import Console
-
-    from pixrecon.demo import Expected, _checks, _deliveries_table, _summary_table
-    from sandbox.webhooks import DeliveryReport
-
-    summary = {
-        "pix_confirmed": 123_456,
-        "pix_confirmed_cents": 1_234_567_890_12,
-        "duplicates": 1_234,
-        "only_by_polling": 12_000,
-        "pix_unconfirmed_webhook": 2,
-        "pending": 0,
-        "failed": 0,
-    }
-    nightly: dict[str, Any] = {
-        "totals": {"credits": {"statement": 1_234_567_890_12}},
-        "balance_drift_cents": None,  # unknown: a discrepancy
-        "counts": {"unconfirmed_webhook": 2},
-        "open_exceptions": 2,
-    }
-    expected = Expected(
-        pix=123_456, cents=1_234_567_890_12, duplicates=1_234, only_by_polling=12_000
-    )
-    checks = _checks(summary, nightly, expected)
-    assert not checks.ok  # the drift is unknown, not 0
-    report = DeliveryReport(requests_sent=99_999, dropped=10_000, skipped_without_txid=2_000)
-    console = Console(width=80, record=True, color_system=None)
-    console.print(_summary_table(checks, 12.3))
-    console.print(_deliveries_table(checks, report, polled=123_456))
-    text = console.export_text()
-    lines = text.splitlines()
-    assert "…" not in text
-    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
-    assert re.search(
-        r"amount confirmed +│ R\$ 1\.234\.567\.890,12 │ R\$ 1\.234\.567\.890,12 │ ✓", text
-    )
-    assert re.search(r"nightly: balance drift +│ +— │ +R\$ 0,00 │ ✗", text)
-    assert re.search(r"duplicate webhooks counted +│ +1\.234 │ +1\.234 │ ✓", text)
-    assert re.search(r"notifications dropped +│ +│ +10\.000 │ +│", text)
 
 
 def test_serve_refuses_to_start_without_authentication(tmp_path: Path) -> None:

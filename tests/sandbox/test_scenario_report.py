@@ -64,7 +64,7 @@ def test_the_example_day_fits_80_columns_whole(outcomes: dict[str, ScenarioOutco
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
     # Money as R$ 1.234,56, the day as 02/03/2026.
     assert "business-day — 02/03/2026" in text
-    for figure in ("R$ 2.500,00", "R$ 2.753,90", "R$ 1.855,00", "R$ 155,00", "R$ 3.398,90"):
+    for figure in ("R$ 2.500,00", "R$ 3.733,90", "R$ 1.867,87", "R$ 155,00", "R$ 4.366,03"):
         assert figure in text
     assert "-R$ 800,00" in text  # a payout, signed
     assert not re.search(r"\d\.\d\d\b", BRL.sub("", text))  # as 2,753.90 was

@@ -34,10 +34,11 @@ def test_the_closing_balance_is_opening_plus_credits_minus_debits(played: Played
     assert outcome.closing_balance_cents == 250_000 + totals.credits_cents - totals.debits_cents
     assert provider.accounts.balance() == from_cents(outcome.closing_balance_cents)
     assert (totals.credits_cents, totals.debits_cents, totals.refunds_cents) == (
-        275_390,
-        185_500,
+        373_390,
+        186_787,  # R$ 12,87 of them the provider's fees
         15_500,
     )
+    assert totals.fees_cents == 13 * 99
 
 
 def test_the_statement_lines_are_the_booked_movements(played: Played) -> None:
@@ -51,13 +52,21 @@ def test_the_statement_lines_are_the_booked_movements(played: Played) -> None:
         return (line["category"], to_cents(str(line["amount"])), reference)
 
     booked = [m for m in outcome.movements if m.booked]
+    # The day's provider books each Pix received's fee as a line of its own, after it.
+    fees = [("PIX_RECEIVED_FEE", m.fee_cents, m.end_to_end_id) for m in booked if m.fee_cents]
+    assert len(fees) == 13
     assert Counter(map(line_key, lines)) == Counter(
-        (
-            m.statement_category,
-            m.amount_cents,
-            m.key if m.kind == "infraction_debit" else m.end_to_end_id,
-        )
-        for m in booked
+        [
+            *(
+                (
+                    m.statement_category,
+                    m.amount_cents,
+                    m.key if m.kind == "infraction_debit" else m.end_to_end_id,
+                )
+                for m in booked
+            ),
+            *fees,
+        ]
     )
     by_category = Counter[str]()
     for line in lines:
@@ -107,6 +116,8 @@ def test_each_charge_ends_as_the_day_says(played: Played) -> None:
         "order-1005": "expired",
         "invoice-0301": "paid",
         "invoice-0302": "unpaid",
+        "invoice-0225": "paid",  # late, with the fine and the interest
+        "invoice-0312": "paid",  # early, with the discount
         "gym-march": "paid",
         "saas-march": "paid",
     }
@@ -158,4 +169,4 @@ def test_the_same_seed_gives_the_same_day(
     assert again.movements == outcome.movements
     assert [post.identities for post in recorder.posts] == [post.identities for post in posts]
     assert again.closing_balance_cents == outcome.closing_balance_cents
-    assert Decimal(again.closing_balance_cents) == Decimal(339_890)
+    assert Decimal(again.closing_balance_cents) == Decimal(436_603)
