@@ -18,7 +18,7 @@ from rich.progress import Progress
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from pixrecon.bootstrap import open_database, setup_logging
+from pixrecon.bootstrap import open_database
 from pixrecon.node import Node
 from pixrecon.sandbox_wiring import sandbox_servers
 from reconcile.db import session_scope
@@ -34,6 +34,8 @@ from sandbox.server import BackgroundServer
 # A delivery delayed by the scenario waits at most this long: the demo shows the order
 # changing, not the clock.
 MAX_DELAY_SECONDS = 1.0
+# The demo's provider fails on purpose: the retries are the point, not their warnings.
+DEMO_LOG_LEVEL = "ERROR"
 # The in-process workers take what the receiver stored in well under this.
 DRAIN_TIMEOUT_SECONDS = 30.0
 
@@ -81,8 +83,7 @@ def demo_settings(database_url: str, secret: str, login: Login | None) -> Settin
         _env_file=None,
         database_url=database_url,
         webhook_secrets=[secret],
-        # Its provider fails on purpose: the retries are the point, not their warnings.
-        log_level="ERROR",
+        log_level=DEMO_LOG_LEVEL,
         # The demo runs each job itself, in order, instead of on timers; and its sandbox
         # never lags, so a movement it does not know after a moment is forged.
         scheduler_enabled=False,
@@ -168,7 +169,6 @@ def played_day(
     reset_sqlite(database_url)
     with sandbox_servers(provider) as urls:
         settings = urls.configure(demo_settings(database_url, secret, login))
-        setup_logging(settings)
         engine = open_database(settings, auto_upgrade=True)
         host, port = listen
         with (

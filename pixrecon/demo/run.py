@@ -15,10 +15,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sqlalchemy.engine import make_url
 
 from pixrecon.demo.checks import checks_table, self_checks
-from pixrecon.demo.day import PlayedDay, played_day
+from pixrecon.demo.day import DEMO_LOG_LEVEL, PlayedDay, played_day
 from pixrecon.demo.serve import make_login, print_invitation, wait_for_interrupt
 from pixrecon.report import print_report
 from reconcile.formats import br_date, count
+from reconcile.logs import configure_logging
 from reconcile.provider.errors import ProviderError
 from reconcile.timeutil import BUSINESS_TZ
 from sandbox.scenario import Scenario, ScenarioError, ScenarioOutcome, load_scenario
@@ -128,6 +129,7 @@ def run_demo(options: DemoOptions, console: Console) -> int:
     cannot run as asked."""
     started = time.monotonic()
     scenario, day = prepare(options)
+    configure_logging(DEMO_LOG_LEVEL)
     login = make_login() if options.serve else None
     console.print(
         f"[bold]pixrecon demo[/]: {escape(scenario.name)} on {br_date(day)}"
