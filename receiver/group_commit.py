@@ -30,7 +30,7 @@ from typing import Final
 
 from sqlalchemy import Engine
 
-from reconcile.db import UNAVAILABLE_ERRORS, session_scope
+from reconcile.db import UNAVAILABLE_ERRORS, session_scope, write_first
 from reconcile.inbox import Delivery, StoreResult, store_deliveries
 from reconcile.logs import get_logger
 
@@ -142,6 +142,9 @@ class GroupCommitter:
             thread.join(timeout)
 
     def _run(self) -> None:
+        # Every delivery in the batch waits for this commit before it is answered; a worker
+        # batch can wait a moment longer (single-node mode's one SQLite write lock).
+        write_first()
         while True:
             first = self._queue.get()
             if not isinstance(first, _Waiting):  # the stop sentinel

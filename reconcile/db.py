@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -81,20 +82,59 @@ class _WriteTurns:
     steady load of commits and worker batches in single-node mode that put about 300 ms
     on the p99 acknowledgement at 1,000 deliveries/s. Other processes on the same file
     still meet SQLite's own lock and busy timeout, and so does a thread that waited here
-    as long as that timeout."""
+    as long as that timeout.
+
+    A thread that someone is waiting on (``write_first``: the receiver's group commit,
+    whose deliveries are not answered until it commits) and the other threads (worker
+    batches) alternate when both are waiting: a commit waits for the one transaction in
+    progress, never for a queue of worker batches, and the workers still get every other
+    turn under a steady stream of commits."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._free = threading.Condition()
         self._holder: Any = None
+        self._waiting = {True: 0, False: 0}  # by "first"
+        self._last_was_first = False
+
+    def _my_turn(self, first: bool) -> bool:
+        if self._holder is not None:
+            return False
+        # Whoever did not have the last turn goes next; alone, anyone goes.
+        others_waiting = self._waiting[not first]
+        return not others_waiting or self._last_was_first != first
 
     def take(self, dbapi_connection: Any) -> None:
-        if self._lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_SECONDS):
-            self._holder = dbapi_connection
+        first = bool(getattr(_thread_role, "first", False))
+        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_SECONDS
+        with self._free:
+            self._waiting[first] += 1
+            try:
+                while not self._my_turn(first):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return  # SQLite's own busy timeout decides from here
+                    self._free.wait(left)
+                self._holder = dbapi_connection
+                self._last_was_first = first
+            finally:
+                self._waiting[first] -= 1
+                # Another thread's turn may depend on this one no longer waiting.
+                self._free.notify_all()
 
     def give_back(self, dbapi_connection: Any) -> None:
-        if self._holder is not None and self._holder is dbapi_connection:
-            self._holder = None
-            self._lock.release()
+        with self._free:
+            if self._holder is not None and self._holder is dbapi_connection:
+                self._holder = None
+                self._free.notify_all()
+
+
+_thread_role = threading.local()
+
+
+def write_first() -> None:
+    """Mark the calling thread as one whose writes others wait on: on SQLite it takes the
+    write lock before the threads of its process that are not so marked."""
+    _thread_role.first = True
 
 
 # The dialects the migrations and the per-dialect upserts are written for.
