@@ -7,6 +7,7 @@ printed, and every figure checked against the sandbox's ground truth (``checks.p
 With ``--serve`` the receiver and the dashboard stay up for a browser (``serve.py``).
 """
 
-from pixrecon.demo.run import DemoError, DemoOptions, run_demo
+from pixrecon.demo.day import DemoError
+from pixrecon.demo.run import DemoOptions, run_demo
 
 __all__ = ["DemoError", "DemoOptions", "run_demo"]

@@ -59,9 +59,14 @@ class PlayedDay:
     receiver_url: str
 
 
+class DemoError(Exception):
+    """The demo cannot run as asked: one line (or a scenario's list of problems) for the
+    person, exit code 2."""
+
+
 def reset_sqlite(database_url: str) -> None:
-    """The demo's SQLite file starts empty on each run (a server database is left as it is:
-    the day's keys are made up per run and cannot collide)."""
+    """The demo's SQLite file starts empty on each run; any other database must be empty
+    already (``check_empty``)."""
     url = make_url(database_url)
     if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
         return
@@ -118,11 +123,23 @@ def _drain(engine: Engine, progress: Progress) -> None:
     while True:
         with session_scope(engine) as session:
             summary = inbox_summary(session)
-        done = summary["processed"] + summary["failed"] + summary.get("unsupported", 0)
+        done = summary["processed"] + summary["failed"] + summary["unsupported"]
         progress.update(task, completed=done, total=summary["items"])
         if summary["pending"] == 0 or time.monotonic() > deadline:
             return
         time.sleep(0.05)
+
+
+def check_empty(engine: Engine) -> None:
+    """The self-check counts what the database holds: a day played twice (same seed, same
+    keys) would count every notification twice."""
+    with session_scope(engine) as session:
+        items = inbox_summary(session)["items"]
+    if items:
+        raise DemoError(
+            f"the demo needs an empty database, and this one already holds {items} inbox "
+            "items: point --database-url at an empty one (a SQLite file is recreated)"
+        )
 
 
 def _judge(node: Node, day: date, progress: Progress) -> NightlyResult:
@@ -170,6 +187,7 @@ def played_day(
     with sandbox_servers(provider) as urls:
         settings = urls.configure(demo_settings(database_url, secret, login))
         engine = open_database(settings, auto_upgrade=True)
+        check_empty(engine)
         host, port = listen
         with (
             Node(settings, engine) as node,

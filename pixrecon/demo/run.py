@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sqlalchemy.engine import make_url
 
 from pixrecon.demo.checks import checks_table, self_checks
-from pixrecon.demo.day import DEMO_LOG_LEVEL, PlayedDay, played_day
+from pixrecon.demo.day import DEMO_LOG_LEVEL, DemoError, PlayedDay, played_day
 from pixrecon.demo.serve import make_login, print_invitation, wait_for_interrupt
 from pixrecon.report import print_report
 from reconcile.formats import br_date, count
@@ -26,11 +26,6 @@ from sandbox.scenario import Scenario, ScenarioError, ScenarioOutcome, load_scen
 
 DEFAULT_SCENARIO = Path(__file__).with_name("business-day.json")
 DEFAULT_DATABASE_URL = "sqlite:///pixrecon-demo.db"
-
-
-class DemoError(Exception):
-    """The demo cannot run as asked: one line (or a scenario's list of problems) for the
-    person, exit code 2."""
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.progress import Progress
 
 from pixrecon.demo.checks import Check, Section, checks_table, self_checks
-from pixrecon.demo.day import PlayedDay, played_day
-from pixrecon.demo.run import DemoError, DemoOptions, prepare
+from pixrecon.demo.day import DemoError, PlayedDay, check_empty, played_day
+from pixrecon.demo.run import DemoOptions, prepare
 from tests.cli_support import clean_env, run_pixrecon
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "scenarios"
@@ -204,3 +204,9 @@ def test_the_demo_says_in_one_line_why_it_cannot_run(
     assert said in ran.stderr
     assert "Traceback" not in ran.stderr
     assert not (tmp_path / "pixrecon-demo.db").exists()
+
+
+def test_a_database_that_already_holds_a_day_is_refused(played: PlayedDay) -> None:
+    # Played again with the same seed, every notification would count twice.
+    with pytest.raises(DemoError, match=r"needs an empty database, and this one already holds \d+"):
+        check_empty(played.engine)
