@@ -43,7 +43,11 @@ def demo(
         int, typer.Option(min=0, max=65535, help="with --serve: port to listen on (0: a free one)")
     ] = 8000,
     database_url: Annotated[
-        str, typer.Option(help="database for the demo (recreated when it is a SQLite file)")
+        str,
+        typer.Option(
+            help="database for the demo: a SQLite file is recreated; a PostgreSQL one must "
+            "be empty and migrated (PIXRECON_DATABASE_URL=… pixrecon db upgrade)"
+        ),
     ] = "sqlite:///pixrecon-demo.db",
 ) -> None:
     """Play a merchant's whole business day through the sandbox and reconcile it.

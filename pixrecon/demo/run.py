@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from sqlalchemy.engine import make_url
 
+from pixrecon.bootstrap import StartupError
 from pixrecon.demo.checks import checks_table, self_checks
 from pixrecon.demo.day import DEMO_LOG_LEVEL, DemoError, PlayedDay, played_day
 from pixrecon.demo.serve import make_login, print_invitation, wait_for_interrupt
@@ -56,6 +57,10 @@ def prepare(options: DemoOptions, today: date | None = None) -> tuple[Scenario, 
             f"(today is {br_date(today)} in São Paulo): choose an earlier --date"
         )
     return scenario, day
+
+
+def database_shown(options: DemoOptions) -> str:
+    return make_url(options.database_url).render_as_string(hide_password=True)
 
 
 def _progress(console: Console) -> Progress:
@@ -105,7 +110,7 @@ def _report(played: PlayedDay, console: Console, started: float, options: DemoOp
     console.print("[bold]What the day threw at pixrecon[/] (the sandbox's own account)")
     for line in _faults_thrown(outcome):
         console.print(f"  {escape(line)}")
-    database = make_url(options.database_url).render_as_string(hide_password=True)
+    database = database_shown(options)
     console.print(
         f"{escape(played.scenario.name)}, {br_date(day)}: played, fetched, reconciled and "
         f"checked in {time.monotonic() - started:.1f} s. Database: {escape(database)} — "
@@ -149,6 +154,12 @@ def run_demo(options: DemoOptions, console: Console) -> int:
                 f"the receiver cannot listen on {options.host}:{options.port} "
                 f"({exc.strerror or exc}): choose another with --port"
             ) from None
+        except StartupError as exc:
+            said = str(exc)
+            if "pixrecon db upgrade" in said:
+                # That command migrates PIXRECON_DATABASE_URL, not the demo's --database-url.
+                said += f" with PIXRECON_DATABASE_URL={database_shown(options)}"
+            raise DemoError(said) from None
         except ProviderError as exc:
             raise DemoError(f"the sandbox's API failed while the day was fetched: {exc}") from None
         ok = _report(played, console, started, options)

@@ -210,3 +210,18 @@ def test_a_database_that_already_holds_a_day_is_refused(played: PlayedDay) -> No
     # Played again with the same seed, every notification would count twice.
     with pytest.raises(DemoError, match=r"needs an empty database, and this one already holds \d+"):
         check_empty(played.engine)
+
+
+@pytest.mark.postgres
+def test_the_demo_on_an_empty_migrated_postgresql_database(
+    postgres_database_url: str, tmp_path: Path
+) -> None:
+    args = ["demo", "--scenario", str(EXAMPLES / "fees.json")]
+    args += ["--database-url", postgres_database_url]
+    first = run_pixrecon(*args, cwd=tmp_path, timeout=90)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    assert "every figure agrees with the sandbox" in first.stdout
+    assert not (tmp_path / "pixrecon-demo.db").exists()
+    again = run_pixrecon(*args, cwd=tmp_path, timeout=90)
+    assert again.returncode == 2
+    assert "needs an empty database" in again.stderr
