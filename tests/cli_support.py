@@ -31,3 +31,12 @@ def run_pixrecon(
         timeout=timeout,
         check=False,
     )
+
+
+def table_row(text: str, label: str) -> list[str]:
+    """The cells of the row of a rich table in ``text`` whose first cell is ``label``."""
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.split("│")[1:-1]]
+        if cells and cells[0] == label:
+            return cells
+    raise AssertionError(f"no row {label!r} in:\n{text[-3000:]}")

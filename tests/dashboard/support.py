@@ -6,6 +6,7 @@ import json
 import re
 from contextlib import AbstractContextManager
 from datetime import date, timedelta
+from typing import Any
 
 import httpx
 from sqlalchemy import Engine
@@ -42,6 +43,13 @@ def played_with_dashboard(engine: Engine, scenario_file: str) -> AbstractContext
         dashboard_secret=SECRET,
         dashboard_cookie_secure=False,
     )
+
+
+def figure(page: Any, key: str) -> str:
+    """A figure of a dashboard page in a browser, by its ``data-figure`` name."""
+    # The DOM's text, not the rendered one: CSS shows states in capitals.
+    text: str = page.locator(f'[data-figure="{key}"]').first.text_content()
+    return text.strip()
 
 
 def csrf_of(html: str) -> str:

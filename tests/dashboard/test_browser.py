@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 
 from reconcile.formats import brl
 from tests.cli_support import run_pixrecon
-from tests.dashboard.support import PASSWORD, judged, played_with_dashboard
+from tests.dashboard.support import PASSWORD, figure, judged, played_with_dashboard
 from tests.integration.scenario_day import PlayedDay
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
@@ -58,12 +58,6 @@ def _reconcile_command(day: PlayedDay, tmp_path: Path) -> dict[str, Any]:
     return report
 
 
-def _figure(page: Any, key: str) -> str:
-    # The DOM's text, not the rendered one: CSS shows states in capitals.
-    text: str = page.locator(f'[data-figure="{key}"]').first.text_content()
-    return text.strip()
-
-
 def test_a_person_works_the_day_in_a_browser(
     engine: Engine, browser_page: Any, tmp_path: Path
 ) -> None:
@@ -82,21 +76,21 @@ def test_a_person_works_the_day_in_a_browser(
         page.click("button:has-text('Sign in')")
         page.wait_for_url(url + "/dashboard/")
         _shot(page, shots, "1-day")
-        assert _figure(page, "date") == day.day.strftime("%d/%m/%Y")
+        assert figure(page, "date") == day.day.strftime("%d/%m/%Y")
         assert report["verdict"].replace("_", " ") in page.inner_text(".summary").lower()
         bridge = report["bridge"]
-        assert _figure(page, "bridge.opening") == brl(bridge["opening_cents"])
-        assert _figure(page, "bridge.closing") == brl(bridge["closing_cents"])
-        assert _figure(page, "totals.credits.api") == brl(report["totals"]["credits"]["api"])
-        assert _figure(page, "totals.debits.statement") == brl(
+        assert figure(page, "bridge.opening") == brl(bridge["opening_cents"])
+        assert figure(page, "bridge.closing") == brl(bridge["closing_cents"])
+        assert figure(page, "totals.credits.api") == brl(report["totals"]["credits"]["api"])
+        assert figure(page, "totals.debits.statement") == brl(
             report["totals"]["debits"]["statement"]
         )
-        assert _figure(page, "balance.drift") == brl(report["balance_drift_cents"])
-        assert _figure(page, "med.debited") == brl(report["med"]["debited_cents"])
+        assert figure(page, "balance.drift") == brl(report["balance_drift_cents"])
+        assert figure(page, "med.debited") == brl(report["med"]["debited_cents"])
         for status, n in report["charges"].items():
-            assert _figure(page, f"charges.{status}") == str(n)
+            assert figure(page, f"charges.{status}") == str(n)
         opened = len(report["exceptions"])
-        assert _figure(page, "open_exceptions") == str(opened)
+        assert figure(page, "open_exceptions") == str(opened)
 
         # The day's exceptions; the most urgent first. Open one and resolve it.
         page.click("a:has-text('open exceptions')")
@@ -106,7 +100,7 @@ def test_a_person_works_the_day_in_a_browser(
         case_id = int(page.locator("tr[data-case]").first.get_attribute("data-case"))
         page.click(f"tr[data-case='{case_id}'] a")
         page.wait_for_selector("[data-figure='case.state']")
-        assert _figure(page, "case.state") == "open"
+        assert figure(page, "case.state") == "open"
         entry = next(e for e in report["exceptions"] if e["case_id"] == case_id)
         assert entry["ref"] in page.inner_text("table.facts")
         page.fill("form[action$='/resolve'] textarea", "refunded to the payer, ticket 4711")
@@ -122,9 +116,9 @@ def test_a_person_works_the_day_in_a_browser(
         assert again["run_id"] != report["run_id"]
         assert case_id not in {e["case_id"] for e in again["exceptions"]}
         page.reload()
-        assert _figure(page, "case.state") == "resolved"
+        assert figure(page, "case.state") == "resolved"
         page.goto(url + f"/dashboard/?date={day.day.isoformat()}")
-        assert _figure(page, "open_exceptions") == str(opened - 1)
+        assert figure(page, "open_exceptions") == str(opened - 1)
 
         # The CSV of the day's exceptions, from the day page's download links: the run
         # after the resolution no longer counts the resolved one.

@@ -17,7 +17,8 @@ from typing import Any
 
 import httpx
 
-from tests.cli_support import clean_env
+from tests.cli_support import clean_env, table_row
+from tests.dashboard.support import figure
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard" / "demo"
 
@@ -40,19 +41,6 @@ def _lines_until(
             return "".join(seen)
     process.kill()
     raise AssertionError(f"no {marker!r} within {timeout} s:\n" + "".join(seen)[-3000:])
-
-
-def _cell(text: str, label: str, column: int) -> str:
-    for line in text.splitlines():
-        cells = [cell.strip() for cell in line.split("│")[1:-1]]
-        if cells and cells[0] == label:
-            return cells[column]
-    raise AssertionError(f"no row {label!r}")
-
-
-def _figure(page: Any, key: str) -> str:
-    text: str = page.locator(f'[data-figure="{key}"]').first.text_content()
-    return text.strip()
 
 
 def test_the_demo_serves_its_day_to_a_browser_and_stops_on_ctrl_c(
@@ -85,8 +73,8 @@ def test_the_demo_serves_its_day_to_a_browser_and_stops_on_ctrl_c(
         assert password
         url, day = found.groups()
         assert day == "2026-03-02"
-        closing = _cell(printed, "closing balance", 3)
-        opening = _cell(printed, "opening balance", 3)
+        closing = table_row(printed, "closing balance")[3]
+        opening = table_row(printed, "opening balance")[3]
         assert "breaks: exceptions remain" in printed
 
         page = browser_page
@@ -98,11 +86,11 @@ def test_the_demo_serves_its_day_to_a_browser_and_stops_on_ctrl_c(
         page.wait_for_selector('[data-figure="date"]')
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "day.png"), full_page=True)
-        assert _figure(page, "date") == "02/03/2026"
+        assert figure(page, "date") == "02/03/2026"
         assert "breaks" in page.inner_text(".summary").lower()
-        assert _figure(page, "bridge.opening") == opening
-        assert _figure(page, "bridge.closing") == closing
-        assert _figure(page, "open_exceptions") == "4"
+        assert figure(page, "bridge.opening") == opening
+        assert figure(page, "bridge.closing") == closing
+        assert figure(page, "open_exceptions") == "4"
 
         # Without the login, the day stays behind the sign-in page.
         assert httpx.get(f"{url}/dashboard/", follow_redirects=False).status_code == 303

@@ -20,19 +20,10 @@ from rich.progress import Progress
 from pixrecon.demo.checks import Check, Section, checks_table, self_checks
 from pixrecon.demo.day import DemoError, PlayedDay, check_empty, played_day
 from pixrecon.demo.run import DemoOptions, prepare
-from tests.cli_support import clean_env, run_pixrecon
+from tests.cli_support import clean_env, run_pixrecon, table_row
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "scenarios"
 BRL = r"-?R\$ \d{1,3}(?:\.\d{3})*,\d{2}"
-
-
-def _row(text: str, label: str) -> list[str]:
-    """The cells of the table row that starts with ``label``."""
-    for line in text.splitlines():
-        cells = [cell.strip() for cell in line.split("│")[1:-1]]
-        if cells and cells[0] == label:
-            return cells
-    raise AssertionError(f"no row {label!r} in:\n{text}")
 
 
 def test_the_demo_plays_a_whole_business_day_within_a_minute(tmp_path: Path) -> None:
@@ -58,7 +49,7 @@ def test_the_demo_plays_a_whole_business_day_within_a_minute(tmp_path: Path) -> 
     report, check = out.split("the demo's own check", 1)
     assert "From the opening to the closing balance" in report
     for label in ("- refunds sent", "- payouts", "- MED debits", "- fees", "+ Pix received"):
-        statement = _row(report, label)[3]
+        statement = table_row(report, label)[3]
         assert re.fullmatch(BRL, statement), (label, statement)
         assert statement != "R$ 0,00", label
     # Exceptions with how much, why, and what to do.
@@ -71,10 +62,10 @@ def test_the_demo_plays_a_whole_business_day_within_a_minute(tmp_path: Path) -> 
     assert all(line.rstrip().endswith("✓ │") for line in marked), marked
     assert "✗" not in out
     for label in ("opening balance", "closing balance", "refunds sent and MED debits", "payouts"):
-        got, want = _row(check, label)[1:3]
+        got, want = table_row(check, label)[1:3]
         assert re.fullmatch(BRL, got), label
         assert got == want, label
-    assert _row(check, "closing balance")[1] == _row(report, "closing balance")[3]
+    assert table_row(check, "closing balance")[1] == table_row(report, "closing balance")[3]
     assert "every figure agrees with the sandbox" in out
     lines = check.splitlines()
     assert "…" not in check
