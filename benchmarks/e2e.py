@@ -72,13 +72,13 @@ from sqlalchemy import Engine, func, select, text
 from sqlalchemy.engine import make_url
 from sqlmodel import col
 
-from benchmarks.common import DEFAULT_URL, engine_version, psycopg_url, scratch_database
+from benchmarks.common import DEFAULT_URL, engine_version
 from benchmarks.ingest import (
     DEFAULT_BROKER,
-    _flush_redis,
     _free_port,
     _vm_hwm_mib,
     pix_request,
+    production_stores,
     receiver_process,
     server,
 )
@@ -768,13 +768,9 @@ def main(argv: list[str]) -> int:
             result["database"] = url.rsplit("/", 1)[-1]
             result["results"] = measure(args, url)
     else:
-        _flush_redis(args.broker_url)
-        try:
-            with scratch_database(psycopg_url(args.database_url), args.keep) as url:
-                result["database"] = make_url(url).database
-                result["results"] = measure(args, url)
-        finally:
-            _flush_redis(args.broker_url)
+        with production_stores(args) as url:
+            result["database"] = make_url(url).database
+            result["results"] = measure(args, url)
     result["targets"] = targets(args, result["results"])
     args.json.write_text(json.dumps(result, indent=2))
     print_result(result)

@@ -228,6 +228,18 @@ def _flush_redis(url: str) -> None:
         client.close()
 
 
+@contextmanager
+def production_stores(args: argparse.Namespace) -> Iterator[str]:
+    """A scratch PostgreSQL database (its URL) and an empty Redis for one run; Redis is
+    emptied again afterwards, whatever happened."""
+    _flush_redis(args.broker_url)
+    try:
+        with scratch_database(psycopg_url(args.database_url), args.keep) as url:
+            yield url
+    finally:
+        _flush_redis(args.broker_url)
+
+
 def targets(results: dict[str, Any]) -> dict[str, Any]:
     noop = results["noop"]["requests_per_second"]
     receiver = results["receiver"]["requests_per_second"]
@@ -327,13 +339,9 @@ def main(argv: list[str]) -> int:
             result["database"] = "sqlite"
             result["results"] = measure(args, url)
     else:
-        _flush_redis(args.broker_url)
-        try:
-            with scratch_database(psycopg_url(args.database_url), args.keep) as url:
-                result["database"] = make_url(url).database
-                result["results"] = measure(args, url)
-        finally:
-            _flush_redis(args.broker_url)
+        with production_stores(args) as url:
+            result["database"] = make_url(url).database
+            result["results"] = measure(args, url)
     result["targets"] = targets(result["results"])
     args.json.write_text(json.dumps(result, indent=2))
     print_result(result)

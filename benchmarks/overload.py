@@ -45,15 +45,15 @@ import httpx
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from benchmarks.common import DEFAULT_URL, engine_version, psycopg_url, scratch_database
+from benchmarks.common import DEFAULT_URL, engine_version
 from benchmarks.ingest import (
     DEFAULT_BROKER,
     TARGET_RECEIVER_MIB,
-    _flush_redis,
     _free_port,
     _vm_hwm_mib,
     migrate,
     pix_request,
+    production_stores,
     receiver_process,
     server,
 )
@@ -220,13 +220,9 @@ def main(argv: list[str]) -> int:
         "engine": engine_version(("receiver", "reconcile", "worker", "migrations")),
         "nproc": len(os.sched_getaffinity(0)),
     }
-    _flush_redis(args.broker_url)
-    try:
-        with scratch_database(psycopg_url(args.database_url), args.keep) as url:
-            result["database"] = make_url(url).database
-            result["results"] = measure(args, url)
-    finally:
-        _flush_redis(args.broker_url)
+    with production_stores(args) as url:
+        result["database"] = make_url(url).database
+        result["results"] = measure(args, url)
     r = result["results"]
     result["checks"] = verdict(r)
     stored, acked, unknown = r["inbox_items"], r["acknowledged"], r["unknown_fate"]

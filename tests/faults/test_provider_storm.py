@@ -15,16 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from pixrecon.sandbox_wiring import sandbox_servers, sandbox_settings
 from reconcile.timeutil import business_today
-from sandbox.accounts.app import create_accounts_app
-from sandbox.accounts.defaults import (
-    DEFAULT_ACCOUNT_ID,
-    DEFAULT_ACCOUNTS_CLIENT_ID,
-    DEFAULT_ACCOUNTS_CLIENT_SECRET,
-)
-from sandbox.app import create_app
-from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET
-from sandbox.server import BackgroundServer
 from sandbox.state import SandboxProvider
 from tests.cli_support import run_pixrecon
 
@@ -45,20 +37,11 @@ def env(
 ) -> Iterator[dict[str, str]]:
     database = tmp_path / "storm.db"
     shutil.copy(sqlite_template, database)
-    with (
-        BackgroundServer(create_app(provider)) as qrcode,
-        BackgroundServer(create_accounts_app(provider)) as accounts,
-    ):
+    with sandbox_servers(provider) as urls:
         yield {
             **{k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")},
             "PIXRECON_DATABASE_URL": f"sqlite:///{database}",
-            "PIXRECON_QRCODE_API_URL": qrcode.url,
-            "PIXRECON_QRCODE_CLIENT_ID": DEFAULT_CLIENT_ID,
-            "PIXRECON_QRCODE_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
-            "PIXRECON_ACCOUNTS_API_URL": accounts.url,
-            "PIXRECON_ACCOUNTS_CLIENT_ID": DEFAULT_ACCOUNTS_CLIENT_ID,
-            "PIXRECON_ACCOUNTS_CLIENT_SECRET": DEFAULT_ACCOUNTS_CLIENT_SECRET,
-            "PIXRECON_ACCOUNTS_ACCOUNT_ID": DEFAULT_ACCOUNT_ID,
+            **sandbox_settings(urls),
             # Seconds, not minutes, so that the test is short; the backoff capped to match.
             "PIXRECON_PROVIDER_RETRY_SECONDS": "20",
             "PIXRECON_PROVIDER_MAX_BACKOFF_SECONDS": "1",

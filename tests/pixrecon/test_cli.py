@@ -177,33 +177,17 @@ def test_poll_command_finds_pix_and_resumes_its_window(tmp_path: Path) -> None:
 
 
 def test_webhooks_register_points_both_api_families_at_the_receiver(tmp_path: Path) -> None:
-    from sandbox.accounts.app import create_accounts_app
-    from sandbox.accounts.defaults import (
-        DEFAULT_ACCOUNT_ID,
-        DEFAULT_ACCOUNTS_CLIENT_ID,
-        DEFAULT_ACCOUNTS_CLIENT_SECRET,
-    )
-    from sandbox.app import create_app
-    from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, DEFAULT_PIX_KEY
-    from sandbox.server import BackgroundServer
+    from pixrecon.sandbox_wiring import sandbox_servers, sandbox_settings
+    from sandbox.defaults import DEFAULT_PIX_KEY
     from sandbox.state import SandboxProvider
 
     provider = SandboxProvider(seed=9)
-    with (
-        BackgroundServer(create_app(provider)) as qrcode,
-        BackgroundServer(create_accounts_app(provider)) as accounts,
-    ):
+    with sandbox_servers(provider) as urls:
         env = {
             **clean_env(),
             "PIXRECON_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}",
             "PIXRECON_WEBHOOK_SECRETS": "s3cret,older",
-            "PIXRECON_QRCODE_API_URL": qrcode.url,
-            "PIXRECON_QRCODE_CLIENT_ID": DEFAULT_CLIENT_ID,
-            "PIXRECON_QRCODE_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
-            "PIXRECON_ACCOUNTS_API_URL": accounts.url,
-            "PIXRECON_ACCOUNTS_CLIENT_ID": DEFAULT_ACCOUNTS_CLIENT_ID,
-            "PIXRECON_ACCOUNTS_CLIENT_SECRET": DEFAULT_ACCOUNTS_CLIENT_SECRET,
-            "PIXRECON_ACCOUNTS_ACCOUNT_ID": DEFAULT_ACCOUNT_ID,
+            **sandbox_settings(urls),
         }
         result = run_pixrecon(
             "webhooks",

@@ -12,16 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pixrecon.sandbox_wiring import sandbox_servers, sandbox_settings
 from reconcile.timeutil import BUSINESS_TZ, utcnow
-from sandbox.accounts.app import create_accounts_app
-from sandbox.accounts.defaults import (
-    DEFAULT_ACCOUNT_ID,
-    DEFAULT_ACCOUNTS_CLIENT_ID,
-    DEFAULT_ACCOUNTS_CLIENT_SECRET,
-)
-from sandbox.app import create_app
-from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET
-from sandbox.server import BackgroundServer
 from sandbox.state import SandboxProvider
 from tests.cli_support import clean_env, run_pixrecon
 
@@ -42,22 +34,13 @@ def _migrated(template: Path, path: Path) -> str:
 def env(
     provider: SandboxProvider, tmp_path: Path, sqlite_template: Path
 ) -> Iterator[dict[str, str]]:
-    with (
-        BackgroundServer(create_app(provider)) as qrcode,
-        BackgroundServer(create_accounts_app(provider)) as accounts,
-    ):
+    with sandbox_servers(provider) as urls:
         yield {
             **{k: v for k, v in os.environ.items() if not k.startswith("PIXRECON_")},
             "PIXRECON_DATABASE_URL": _migrated(sqlite_template, tmp_path / "nightly.db"),
             # A provider that fails here fails fast (the default rides out minutes).
             "PIXRECON_PROVIDER_RETRY_SECONDS": "1",
-            "PIXRECON_QRCODE_API_URL": qrcode.url,
-            "PIXRECON_QRCODE_CLIENT_ID": DEFAULT_CLIENT_ID,
-            "PIXRECON_QRCODE_CLIENT_SECRET": DEFAULT_CLIENT_SECRET,
-            "PIXRECON_ACCOUNTS_API_URL": accounts.url,
-            "PIXRECON_ACCOUNTS_CLIENT_ID": DEFAULT_ACCOUNTS_CLIENT_ID,
-            "PIXRECON_ACCOUNTS_CLIENT_SECRET": DEFAULT_ACCOUNTS_CLIENT_SECRET,
-            "PIXRECON_ACCOUNTS_ACCOUNT_ID": DEFAULT_ACCOUNT_ID,
+            **sandbox_settings(urls),
         }
 
 
