@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 from rich.console import Console
@@ -22,7 +22,7 @@ from pixrecon.report import print_report
 from reconcile.formats import br_date, count
 from reconcile.logs import configure_logging
 from reconcile.provider.errors import ProviderError
-from reconcile.timeutil import BUSINESS_TZ
+from reconcile.timeutil import BUSINESS_TZ, business_today
 from sandbox.scenario import Scenario, ScenarioError, ScenarioOutcome, load_scenario
 
 DEFAULT_SCENARIO = Path(__file__).with_name("business-day.json")
@@ -48,7 +48,7 @@ def prepare(options: DemoOptions, today: date | None = None) -> tuple[Scenario, 
         raise DemoError(str(exc)) from None
     if options.seed is not None:
         scenario = scenario.model_copy(update={"seed": options.seed})
-    today = today or datetime.now(BUSINESS_TZ).date()
+    today = today or business_today()
     day = options.day or scenario.date or today - timedelta(days=1)
     if day >= today:
         # The nightly run judges a day as of its end; a day still going has no verdict.
