@@ -1,7 +1,9 @@
-"""Reconciling a whole business day: run every matcher in one transaction, keep the run
-and its verdicts, carry exceptions over to the cases people work on, and answer with the
-day's verdict (``reconcile.matching.judgement``), its bridge, a report and an exit code
-(0 reconciled; 1 breaks, or only pending items remain; 2 incomplete)."""
+"""Reconciling a whole business day: run every matcher in one transaction (on a big day
+on PostgreSQL, the Pix received are matched in key ranges on connections of their own:
+``reconcile.matching.parallel``), keep the run and its verdicts, carry exceptions over to
+the cases people work on, and answer with the day's verdict
+(``reconcile.matching.judgement``), its bridge, a report and an exit code (0 reconciled;
+1 breaks, or only pending items remain; 2 incomplete)."""
 
 from __future__ import annotations
 
@@ -333,6 +335,10 @@ def reconcile_day(
                 .where(col(ReconciliationRun.id) == run_id)
                 .values(status="failed", finished_at=utcnow(), exit_code=2)
             )
+            # Verdicts written on connections of their own (reconcile.matching.parallel)
+            # were committed before the failure: a failed run keeps none.
+            items = table_of(ReconciliationItem)
+            session.execute(delete(items).where(items.c.run_id == run_id))
         raise
     RECONCILIATION_RUNS.labels(verdict.value).inc()
     _prune_earlier_runs(engine, day, run_id)

@@ -39,7 +39,8 @@ def match_charges(session: Session, ctx: RunContext) -> None:
             func.sum(P.c.amount_cents).label("cents"),
             func.min(P.c.inbox_item_id).label("item"),
         )
-        .where(P.c.txid.is_not(None), P.c.confirmation.in_(COUNTED))
+        # Only the day's charges: the table holds every Pix of every day.
+        .where(P.c.txid.in_(select(expected.c.txid)), P.c.confirmation.in_(COUNTED))
         .group_by(P.c.txid)
         .subquery("paid")
     )

@@ -9,6 +9,7 @@ claimed then."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, timedelta
 from enum import StrEnum
@@ -132,10 +133,14 @@ def annotate_priorities(session: Session, ctx: RunContext) -> None:
         )
         .group_by(items.c.id)
     ).all()
+    # One statement per deadline, not per charge: a bad day has thousands of them.
+    by_deadline: dict[date, list[int]] = defaultdict(list)
     for item_id, first_paid in charges:
         paid_on = as_utc(first_paid).astimezone(BUSINESS_TZ).date() if first_paid else ctx.day
-        deadline = paid_on + timedelta(days=ctx.judging.refund_days)
-        _set_deadline(session, ctx, deadline, items.c.id == item_id)
+        by_deadline[paid_on + timedelta(days=ctx.judging.refund_days)].append(item_id)
+    for deadline, ids in by_deadline.items():
+        for at in range(0, len(ids), 1000):
+            _set_deadline(session, ctx, deadline, items.c.id.in_(ids[at : at + 1000]))
 
 
 def _set_deadline(session: Session, ctx: RunContext, deadline: date, *where: Any) -> None:

@@ -20,6 +20,7 @@ from reconcile.matching.context import (
     RunContext,
     statement_lines,
 )
+from reconcile.matching.parallel import KeyRange, run_ranges, split_at_median
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import Confirmation, InboxItem, PixReceived, PixRefund, StatementEntry
 
@@ -51,7 +52,15 @@ def pix_time(P: FromClause) -> ColumnElement[datetime]:
 
 
 def match_received(session: Session, ctx: RunContext) -> None:
-    P, inbox = table_of(PixReceived), table_of(InboxItem)
+    """On a big day, in two halves of the key space at once (``reconcile.matching.parallel``)."""
+    ranges = split_at_median(
+        session, table_of(PixReceived), "end_to_end_id", lambda P: ctx.within(pix_time(P))
+    )
+    run_ranges(session, ranges, lambda own, keys: _match_received(own, ctx, keys))
+
+
+def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
+    P, S, inbox = table_of(PixReceived), table_of(StatementEntry), table_of(InboxItem)
     p = (
         select(
             P.c.end_to_end_id.label("e2e"),
@@ -61,10 +70,12 @@ def match_received(session: Session, ctx: RunContext) -> None:
             P.c.inbox_item_id,
             P.c.created_at,
         )
-        .where(ctx.within(pix_time(P)))
+        .where(ctx.within(pix_time(P)), *keys.holds(P.c.end_to_end_id))
         .subquery("p")
     )
-    s = statement_lines(ctx, "end_to_end_id", "CREDIT", RECEIVED, label="e2e")
+    s = statement_lines(
+        ctx, "end_to_end_id", "CREDIT", RECEIVED, *keys.holds(S.c.end_to_end_id), label="e2e"
+    )
     earlier = select(P.c.end_to_end_id.label("e2e")).where(ctx.before(pix_time(P))).subquery()
     R = table_of(PixRefund)
     refunded = (
@@ -78,7 +89,15 @@ def match_received(session: Session, ctx: RunContext) -> None:
         p.join(s, p.c.e2e == s.c.e2e, full=True)
         .outerjoin(earlier, earlier.c.e2e == s.c.e2e)
         .outerjoin(refunded, refunded.c.e2e == p.c.e2e)
-        .outerjoin(inbox, inbox.c.key == literal("pix:", String) + ref)
+        .outerjoin(
+            inbox,
+            and_(
+                inbox.c.key == literal("pix:", String) + ref,
+                # Implied by the line above; said so that each range hashes its own part
+                # of the inbox rather than all of it.
+                *keys.holds(inbox.c.key, prefix="pix:"),
+            ),
+        )
     )
     webhooks = func.coalesce(inbox.c.webhook_count, 0)
     polls = func.coalesce(inbox.c.poll_count, 0)

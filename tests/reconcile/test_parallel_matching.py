@@ -1,0 +1,116 @@
+"""On a big day on PostgreSQL the Pix received are matched in two key ranges at once, on
+connections of their own (``reconcile.matching.parallel``). The split must be invisible:
+the same verdicts, row for row, as one statement; and a run that fails half-way keeps no
+verdict of a range that had already committed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from benchmarks.nightly_data import Plan, generate, loader_session
+from reconcile.db import create_db_engine, session_scope, table_of
+from reconcile.matching import movements, parallel
+from reconcile.matching.parallel import KeyRange
+from reconcile.models import ReconciliationItem, ReconciliationRun
+from reconcile.nightly import reconcile_day
+from tests.conftest import truncate
+
+pytestmark = pytest.mark.postgres
+
+PLAN = Plan(events=3000, lines=3000, charges=330, day=date(2026, 3, 10))
+NOW = PLAN.end + timedelta(hours=2)
+# Everything a reader of a verdict sees, but the run it belongs to and its row id.
+FIELDS = [c.name for c in table_of(ReconciliationItem).c if c.name not in ("id", "run_id")]
+
+
+@pytest.fixture(scope="module")
+def day_engine(postgres_url: str) -> Iterator[Engine]:
+    """A database with one generated business day of every status (the nightly
+    benchmark's generator at a small size), shared by the tests of this module."""
+    engine = create_db_engine(postgres_url)
+    truncate(engine)
+    with engine.connect() as conn:
+        loader_session(conn)
+        generate(conn, PLAN, log=lambda _: None)
+    yield engine
+    truncate(engine)
+    engine.dispose()
+
+
+def _verdicts(engine: Engine, run_id: int) -> list[tuple[Any, ...]]:
+    items = table_of(ReconciliationItem)
+    with session_scope(engine) as session:
+        rows = session.execute(
+            select(*(items.c[name] for name in FIELDS)).where(items.c.run_id == run_id)
+        ).all()
+    return sorted(tuple(row) for row in rows)
+
+
+def _split_everything(monkeypatch: pytest.MonkeyPatch) -> list[list[KeyRange]]:
+    """Split any day, with the median of every page, and record the ranges run."""
+    monkeypatch.setattr(parallel, "SPLIT_FROM", 1)
+    monkeypatch.setattr(parallel, "SAMPLE_PERCENT", 100.0)
+    seen: list[list[KeyRange]] = []
+    real = parallel.run_ranges
+
+    def recording(session: Any, ranges: list[KeyRange], write: Any) -> None:
+        seen.append(list(ranges))
+        real(session, ranges, write)
+
+    monkeypatch.setattr(movements, "run_ranges", recording)
+    return seen
+
+
+def test_a_split_day_has_the_verdicts_of_one_statement(
+    day_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = reconcile_day(day_engine, PLAN.day, now=NOW)
+    expected = _verdicts(day_engine, whole.run_id)
+
+    seen = _split_everything(monkeypatch)
+    split = reconcile_day(day_engine, PLAN.day, now=NOW)
+
+    assert [len(ranges) for ranges in seen] == [2]
+    median = seen[0][0].high
+    assert median is not None
+    assert seen[0][1].low == median
+    got = _verdicts(day_engine, split.run_id)
+    refs = [row[FIELDS.index("ref")] for row in got if row[FIELDS.index("subject")] == "movement"]
+    # Both ranges wrote verdicts: the split really happened.
+    assert any(ref < median for ref in refs)
+    assert any(ref >= median for ref in refs)
+    assert len(got) == len(expected) > PLAN.events
+    assert got == expected
+    assert {k: v for k, v in split.summary.items() if k != "run_id"} == {
+        k: v for k, v in whole.summary.items() if k != "run_id"
+    }
+
+
+def test_a_run_failing_after_a_range_committed_keeps_no_verdict(
+    day_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _split_everything(monkeypatch)
+    real = movements._match_received
+
+    def upper_half_fails(session: Any, ctx: Any, keys: KeyRange) -> None:
+        if keys.low is not None:
+            raise RuntimeError("the database went away")
+        real(session, ctx, keys)
+
+    monkeypatch.setattr(movements, "_match_received", upper_half_fails)
+    with pytest.raises(RuntimeError, match="went away"):
+        reconcile_day(day_engine, PLAN.day, now=NOW)
+
+    items, runs = table_of(ReconciliationItem), table_of(ReconciliationRun)
+    with session_scope(day_engine) as session:
+        run_id, status = session.execute(
+            select(runs.c.id, runs.c.status).order_by(runs.c.id.desc()).limit(1)
+        ).one()
+        kept = session.execute(select(func.count()).where(items.c.run_id == run_id)).scalar_one()
+    assert status == "failed"
+    assert kept == 0
