@@ -2,16 +2,19 @@
 items to ``pix_received`` rows, through the real receiver and the real workers.
 
     python benchmarks/e2e.py [--seconds 20] [--rate 2000] [--connections 64]
-                             [--backlog 50000] [--processes 2] [--threads 8]
+                             [--backlog 50000] [--receivers 1] [--processes 2]
+                             [--threads 8]
                              [--single-node] [--profile DIR]
 
 Production mode (the default) runs a fresh PostgreSQL database, ``pixrecon serve`` (one
-process, ``PIXRECON_BROKER_URL`` set) and ``pixrecon worker --processes 2 --threads 8``
-on Redis, scheduler off. ``--single-node`` runs ``pixrecon serve`` alone on a fresh
-SQLite file, without a broker: its in-process workers (``PIXRECON_WORKER_THREADS``, its
-default) do the processing. Every request carries one Pix in the BCB callback shape with
-its own ``endToEndId`` (``benchmarks/ingest.py``'s request builder) and the shared-secret
-header. The load comes from ``benchmarks/loadgen.py`` in this process. Phases:
+process, ``PIXRECON_BROKER_URL`` set; ``--receivers N`` runs N, each on a port of its
+own, the load generator's connections spread over them as a load balancer would) and
+``pixrecon worker --processes 2 --threads 8`` on Redis, scheduler off. ``--single-node``
+runs ``pixrecon serve`` alone on a fresh SQLite file, without a broker: its in-process
+workers (``PIXRECON_WORKER_THREADS``, its default) do the processing. Every request
+carries one Pix in the BCB callback shape with its own ``endToEndId``
+(``benchmarks/ingest.py``'s request builder) and the shared-secret header. The load comes
+from ``benchmarks/loadgen.py`` in this process. Phases:
 
 1. sustained rate: an open loop at ``--rate`` deliveries/s for ``--seconds``. Reported:
    deliveries offered, acknowledged (their inbox ``received_at`` within the window) and
@@ -259,7 +262,7 @@ def _load(result: LoadResult) -> dict[str, Any]:
 @dataclass
 class Bench:
     args: argparse.Namespace
-    port: int
+    ports: list[int]
     make: MakeRequest
     counter: itertools.count[int]
     inbox: Inbox
@@ -276,7 +279,7 @@ class Bench:
             asyncio.run(
                 closed(
                     "127.0.0.1",
-                    self.port,
+                    self.ports,
                     self.make,
                     connections=min(self.args.connections, 8),
                     seconds=1.0,
@@ -300,7 +303,7 @@ class Bench:
                 asyncio.run(
                     open_loop(
                         "127.0.0.1",
-                        self.port,
+                        self.ports,
                         self.make,
                         rate=args.rate,
                         seconds=args.seconds,
@@ -365,7 +368,7 @@ class Bench:
             asyncio.run(
                 closed(
                     "127.0.0.1",
-                    self.port,
+                    self.ports,
                     self.make,
                     connections=args.connections,
                     seconds=args.seconds,
@@ -399,7 +402,7 @@ class Bench:
             asyncio.run(
                 open_loop(
                     "127.0.0.1",
-                    self.port,
+                    self.ports,
                     self.make,
                     rate=float(args.backlog),
                     seconds=1.0,
@@ -536,13 +539,22 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
     make = pix_request(WEBHOOK_HEADER, secret, run)
     counter = itertools.count()
     results: dict[str, Any] = {}
-    port = _free_port()
-    command, env = _receiver(args, port, database_url, secret)
-    bench = Bench(args, port, make, counter, Inbox(engine))
+    ports = [_free_port() for _ in range(args.receivers)]
+    bench = Bench(args, ports, make, counter, Inbox(engine))
     try:
-        with server(command, port, env) as receiver:
+        with ExitStack() as receivers:
+            # Several receivers are several `pixrecon serve` processes, each on a port of
+            # its own, as behind a load balancer (docs/design.md §6).
+            pids = []
+            for port in ports:
+                command, env = _receiver(args, port, database_url, secret)
+                pids.append(receivers.enter_context(server(command, port, env)))
+            named = [
+                ("receiver" if len(pids) == 1 else f"receiver-{n}", pid)
+                for n, pid in enumerate(pids, 1)
+            ]
             if args.single_node:
-                _load_phases(bench, results, [("receiver", receiver)])
+                _load_phases(bench, results, named)
                 results["drain"] = {
                     "skipped": "single-node mode: the workers run inside the receiver's "
                     "process and cannot be stopped while it ingests"
@@ -550,10 +562,14 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
                 results["worker_processes"] = []
             else:
                 with worker_process(env, args.processes, args.threads) as first:
-                    _load_phases(bench, results, [("receiver", receiver), ("worker", first.pid)])
+                    _load_phases(bench, results, [*named, ("worker", first.pid)])
                 results["drain"] = _backlog_phase(bench, env)
                 results["worker_processes"] = [first.peaks, results["drain"].pop("peaks")]
-            results["receiver_peak_rss_mib"] = _vm_hwm_mib(receiver)
+            peaks = [_vm_hwm_mib(pid) for pid in pids]
+            results["receivers_peak_rss_mib"] = peaks
+            results["receiver_peak_rss_mib"] = max(
+                (peak for peak in peaks if peak is not None), default=None
+            )
     finally:
         issued = next(counter)
         results["exactly_once"] = exactly_once(engine, bench.acknowledged, issued, make)
@@ -676,7 +692,8 @@ def print_result(result: dict[str, Any]) -> None:
             ("", "first processed after start s", d.get("first_processed_after_start_s")),
             ("", "processed /s after the first", d.get("items_per_second_after_first")),
         ]
-    rows.append(("memory", "receiver peak RSS MiB", r["receiver_peak_rss_mib"]))
+    peaks = ", ".join(str(x) for x in r["receivers_peak_rss_mib"])
+    rows.append(("memory", "receiver peak RSS MiB", peaks))
     for n, tree in enumerate(r["worker_processes"], 1):
         peaks = ", ".join(str(x["peak_rss_mib"]) for x in tree or [])
         rows.append(("", f"worker tree, run {n}: peak RSS MiB", peaks))
@@ -713,6 +730,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--open-connections", type=int, default=64, help="connections of the open loop"
     )
     parser.add_argument("--backlog", type=int, default=50_000, help="deliveries to drain")
+    parser.add_argument(
+        "--receivers",
+        type=int,
+        default=1,
+        help="pixrecon serve processes, each on its own port, the load spread over them "
+        "(production mode only)",
+    )
     parser.add_argument("--processes", type=int, default=2, help="pixrecon worker --processes")
     parser.add_argument("--threads", type=int, default=8, help="pixrecon worker --threads")
     parser.add_argument(
@@ -745,6 +769,9 @@ def sqlite_database(keep: bool) -> Iterator[str]:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    if args.receivers < 1 or (args.single_node and args.receivers > 1):
+        # Single node: SQLite has one writer, and each receiver would run its own workers.
+        raise SystemExit("--receivers: at least 1, and exactly 1 with --single-node")
     result: dict[str, Any] = {
         "benchmark": "e2e",
         "command": " ".join(["python", "benchmarks/e2e.py", *argv]),
@@ -755,6 +782,7 @@ def main(argv: list[str]) -> int:
             "connections": args.connections,
             "open_connections": args.open_connections,
             "backlog": None if args.single_node else args.backlog,
+            "receivers": args.receivers,
             "processes": None if args.single_node else args.processes,
             "threads": Settings.model_fields["worker_threads"].default
             if args.single_node

@@ -18,7 +18,7 @@ import itertools
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,9 +127,15 @@ def _merge(parts: list[LoadResult], seconds: float) -> LoadResult:
     return merged
 
 
+def _port_of(port: int | Sequence[int], n: int) -> int:
+    """Connection ``n``'s port: with several receivers, connections take them in turn, as a
+    load balancer in front of them would."""
+    return port if isinstance(port, int) else port[n % len(port)]
+
+
 async def closed(
     host: str,
-    port: int,
+    port: int | Sequence[int],
     make: MakeRequest,
     *,
     connections: int,
@@ -139,8 +145,8 @@ async def closed(
     began = time.perf_counter()
     stop_at = began + seconds
 
-    async def connection() -> LoadResult:
-        conn = _Connection(host, port)
+    async def connection(n: int) -> LoadResult:
+        conn = _Connection(host, _port_of(port, n))
         await conn.open()  # before the clock matters: connecting is not a request
         try:
             while time.perf_counter() < stop_at:
@@ -150,13 +156,13 @@ async def closed(
             conn.close()
         return conn.result
 
-    parts = await asyncio.gather(*(connection() for _ in range(connections)))
+    parts = await asyncio.gather(*(connection(n) for n in range(connections)))
     return _merge(list(parts), time.perf_counter() - began)
 
 
 async def open_loop(
     host: str,
-    port: int,
+    port: int | Sequence[int],
     make: MakeRequest,
     *,
     rate: float,
@@ -169,8 +175,8 @@ async def open_loop(
     slots = iter(range(total))
     start = time.perf_counter() + 0.05
 
-    async def connection() -> LoadResult:
-        conn = _Connection(host, port)
+    async def connection(n: int) -> LoadResult:
+        conn = _Connection(host, _port_of(port, n))
         await conn.open()  # before the clock matters: connecting is not a request
         try:
             for slot in slots:
@@ -183,5 +189,5 @@ async def open_loop(
             conn.close()
         return conn.result
 
-    parts = await asyncio.gather(*(connection() for _ in range(connections)))
+    parts = await asyncio.gather(*(connection(n) for n in range(connections)))
     return _merge(list(parts), time.perf_counter() - start)

@@ -61,12 +61,17 @@ def check_load_phases(r: dict[str, Any]) -> None:
 def test_e2e_benchmark_runs_briefly(
     postgres_admin_url: str, redis_url: str, tmp_path: Path
 ) -> None:
+    # Two receivers (each its own process and port, the connections spread over them):
+    # exactly once must hold across both.
+    arguments = ["--backlog", "200", "--receivers", "2"]
     result = run_script(
-        ["--backlog", "200", "--database-url", postgres_admin_url, "--broker-url", redis_url],
+        [*arguments, "--database-url", postgres_admin_url, "--broker-url", redis_url],
         tmp_path / "e2e.json",
     )
     r = result["results"]
     check_load_phases(r)
+    assert len(r["receivers_peak_rss_mib"]) == 2
+    assert all(peak > 0 for peak in r["receivers_peak_rss_mib"])
 
     drain = r["drain"]
     assert drain["ingest"]["load"]["acknowledged"] == drain["items"] == 200
