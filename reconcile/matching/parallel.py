@@ -26,9 +26,9 @@ from sqlmodel import Session
 
 from reconcile.db import dialect_of
 
-# Below this many Pix in a day, one statement is quicker than opening connections.
+# Below this many rows in a day, one statement is quicker than opening connections.
 SPLIT_FROM = 100_000
-# Share of pix_received's pages sampled to estimate the day's size and its median key.
+# Share of the table's pages sampled to estimate the day's size and its median key.
 SAMPLE_PERCENT = 1.0
 
 
@@ -82,8 +82,9 @@ def split_at_median(
 def run_ranges(
     session: Session, ranges: list[KeyRange], write: Callable[[Session, KeyRange], None]
 ) -> None:
-    """``write`` each range: in ``session`` when there is one, else each on a connection
-    of its own at the same time, each committed when it is done."""
+    """``write`` each range. A single range is written in ``session``, in the run's
+    transaction; several are written at the same time, each on a connection of its own
+    and committed when it is done."""
     if len(ranges) == 1:
         write(session, ranges[0])
         return
