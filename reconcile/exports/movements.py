@@ -8,9 +8,11 @@ statement line's id), so the key names the thing, not the run: the same on every
 export of the day, and on the next day's export too when a movement is carried across
 midnight (it is one movement: import it once).
 
-Read in chunks of ``CHUNK`` rows by id, each in a short transaction: a day of a million
-verdicts streams without holding a lock or a list. If the day is reconciled again meanwhile
-(the newer run replaces these verdicts), the export stops with ``RunReplaced``."""
+Rows come sorted by ``subject``, then ``ref``: the same order on every export and re-run
+of the day. Read in chunks of ``CHUNK`` rows by that key, each in a short transaction: a
+day of a million verdicts streams without holding a lock or a list. If the day is
+reconciled again meanwhile (the newer run replaces these verdicts), the export stops with
+``RunReplaced``."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
-from sqlalchemy import Engine, Select, and_, func, select
+from sqlalchemy import Engine, Select, and_, func, select, tuple_
 
 from reconcile.db import session_scope, table_of
 from reconcile.exports.cells import masked
@@ -47,7 +49,7 @@ MOVEMENT_COLUMNS = (
 _FROM_ITEM = MOVEMENT_COLUMNS[2:-3]
 
 
-def _chunk(run_id: int, after: int) -> Select[Any]:
+def _chunk(run_id: int, after: tuple[str, str] | None) -> Select[Any]:
     items, pix, lines = (
         table_of(ReconciliationItem),
         table_of(PixReceived),
@@ -59,7 +61,6 @@ def _chunk(run_id: int, after: int) -> Select[Any]:
     )
     return (
         select(
-            items.c.id,
             *(items.c[name] for name in _FROM_ITEM),
             # Known only from the statement (never notified nor polled): its line's txid.
             func.coalesce(pix.c.txid, lines.c.txid).label("txid"),
@@ -71,14 +72,21 @@ def _chunk(run_id: int, after: int) -> Select[Any]:
                 lines, and_(received, lines.c.id == items.c.statement_entry_id)
             )
         )
-        .where(items.c.run_id == run_id, items.c.id > after)
-        .order_by(items.c.id)
+        .where(
+            items.c.run_id == run_id,
+            *([tuple_(items.c.subject, items.c.ref) > after] if after is not None else []),
+        )
+        # By key, not by row id: on PostgreSQL the largest matcher writes its rows from two
+        # connections at once (reconcile.matching.parallel), so the ids of a re-run come in
+        # another order; the keys, and so the file, do not.
+        .order_by(items.c.subject, items.c.ref)
         .limit(CHUNK)
     )
 
 
 def _rows(engine: Engine, run: DayRun) -> Iterator[Row]:
-    after, emitted = 0, 0
+    after: tuple[str, str] | None = None
+    emitted = 0
     while True:
         with session_scope(engine) as session:
             chunk = session.execute(_chunk(run.run_id, after)).all()
@@ -97,7 +105,7 @@ def _rows(engine: Engine, run: DayRun) -> Iterator[Row]:
         emitted += len(chunk)
         if len(chunk) < CHUNK:
             break
-        after = chunk[-1].id
+        after = (chunk[-1].subject, chunk[-1].ref)
     if emitted != run.items:
         raise RunReplaced(run.day.isoformat())
 
