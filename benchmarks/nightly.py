@@ -26,6 +26,7 @@ import platform
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
@@ -45,15 +46,10 @@ from benchmarks.nightly_data import Generated, IdBases, Plan, generate, loader_s
 TARGET_SECONDS = 10.0
 TARGET_RSS_MIB = 256.0
 CHILD_FLAG = "--child-spec"
-VERDICT_INSERT = "INSERT INTO reconciliation_item"
 PRUNE = "DELETE FROM reconciliation_item"
+# The engine's first statement once every verdict is written: the report begins there.
+REPORT_BEGINS = "ANALYZE reconciliation_item"
 EXPLAINED = ("SELECT", "INSERT", "UPDATE", "DELETE")
-# Engine changes that can be tried without editing the engine: the child rewrites the
-# statements as the change would.
-TRIES = {
-    "analyze-verdicts": "ANALYZE reconciliation_item after the last matcher, in the run's "
-    "transaction",
-}
 REPORT_PHASE = "totals, drift, cases, report"
 SETTINGS = (
     "shared_buffers",
@@ -105,9 +101,8 @@ def run_child(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     # Imported here, so that the child's RSS is what a nightly process would carry.
     from reconcile.db import create_db_engine
-    from reconcile.nightly import MATCHERS, reconcile_day
+    from reconcile.nightly import reconcile_day
 
-    last_matcher = MATCHERS[-1][0]
     engine = create_db_engine(spec["url"])
     phase = Phase("start", time.perf_counter())
     phases: list[tuple[str, float]] = []
@@ -124,6 +119,8 @@ def run_child(spec_path: str) -> int:
     ) -> tuple[str, Any]:
         if statement.startswith(PRUNE):
             enter("prune earlier runs")
+        if statement.startswith(REPORT_BEGINS):
+            enter(REPORT_PHASE)
         if spec["explain"] and statement.lstrip().upper().startswith(EXPLAINED):
             plans.append(
                 {
@@ -148,24 +145,10 @@ def run_child(spec_path: str) -> int:
                 "seconds": round(seconds, 4),
                 "rows": cursor.rowcount,
                 "sql": _short(statement),
+                # The engine's own threads name what ran beside the run's transaction.
+                "thread": threading.current_thread().name,
             }
         )
-        # What follows the last matcher's verdicts is the report, not that matcher.
-        if phase.name == last_matcher and statement.startswith(VERDICT_INSERT):
-            enter(REPORT_PHASE)
-            if "analyze-verdicts" in spec["tries"]:
-                # The verdicts were written moments ago: without statistics the planner
-                # takes a million rows for a few dozen.
-                began = time.perf_counter()
-                cursor.connection.execute("ANALYZE reconciliation_item")
-                statements.append(
-                    {
-                        "phase": phase.name,
-                        "seconds": round(time.perf_counter() - began, 4),
-                        "rows": -1,
-                        "sql": "ANALYZE reconciliation_item (--try analyze-verdicts)",
-                    }
-                )
 
     with engine.connect() as conn:
         backend = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
@@ -242,7 +225,7 @@ def _temp_usage(engine: Engine) -> tuple[int, int]:
 
 
 def measure(
-    url: str, plan: Plan, now: datetime, explain: bool, tries: list[str], workdir: Path, n: int
+    url: str, plan: Plan, now: datetime, explain: bool, workdir: Path, n: int
 ) -> dict[str, Any]:
     """One reconcile_day in a child process: its wall time and peak RSS (from wait4)."""
     spec_path, out_path = workdir / f"spec-{n}.json", workdir / f"out-{n}.json"
@@ -252,7 +235,6 @@ def measure(
         "now": now.isoformat(),
         "out": str(out_path),
         "explain": explain,
-        "tries": tries,
     }
     spec_path.write_text(json.dumps(spec))
     stats = create_engine(url)
@@ -310,12 +292,10 @@ def print_result(result: dict[str, Any]) -> None:
     runs = result["runs"]
     gen = result["generated"]
     print()
-    if result["extra_sql"] or result["tries"]:
+    if result["extra_sql"]:
         print("!! NOT THE SHIPPED ENGINE: measured with these changes applied:")
         for sql in result["extra_sql"]:
             print(f"!!   {sql}")
-        for name, what in result["tries"].items():
-            print(f"!!   {name}: {what}")
         print()
     history = gen["history_rows"]
     print(f"rows generated ({gen['seconds']:.1f} s, then {result['prepare']})")
@@ -400,14 +380,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="statement run after the load (e.g. CREATE INDEX …); flagged in the results",
     )
     parser.add_argument(
-        "--try",
-        dest="tries",
-        action="append",
-        default=[],
-        choices=sorted(TRIES),
-        help="rewrite the engine's statements as a proposed change would; flagged in the results",
-    )
-    parser.add_argument(
         "--explain",
         type=Path,
         default=None,
@@ -448,7 +420,6 @@ def main(argv: list[str]) -> int:
             "now": now.isoformat(),
         },
         "extra_sql": args.extra_sql,
-        "tries": {name: TRIES[name] for name in args.tries},
         "engine": engine_version(),
     }
     with (
@@ -501,7 +472,7 @@ def main(argv: list[str]) -> int:
         runs = []
         for n in range(1, args.repeat + 1):
             print(f"reconciling {plan.day} (run {n} of {args.repeat}) …")
-            runs.append(measure(url, plan, now, args.explain is not None, args.tries, Path(tmp), n))
+            runs.append(measure(url, plan, now, args.explain is not None, Path(tmp), n))
     if args.explain is not None:
         with args.explain.open("w") as f:
             for item in runs[0]["plans"]:
@@ -522,7 +493,7 @@ def main(argv: list[str]) -> int:
         "worst_process_wall_seconds": worst_wall,
         "worst_peak_rss_mib": worst_rss,
         "met": worst_wall <= TARGET_SECONDS and worst_rss <= TARGET_RSS_MIB,
-        "shipped_engine": not args.extra_sql and not args.tries,
+        "shipped_engine": not args.extra_sql,
     }
     args.json.write_text(json.dumps(result, indent=2, default=str) + "\n")
     print_result(result)

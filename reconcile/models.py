@@ -485,6 +485,10 @@ class ReconciliationItemBase(SQLModel):
         default=None, sa_type=BigInteger, description="a Pix: value less settled refunds"
     )
     priority: int | None = Field(default=None, description="1 most urgent")
+    duplicate_webhooks: int | None = Field(
+        default=None,
+        description="a Pix or refund: webhooks that repeated the first (counted, no effect)",
+    )
 
 
 class ReconciliationItem(ReconciliationItemBase, table=True):

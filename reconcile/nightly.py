@@ -1,7 +1,8 @@
 """Reconciling a whole business day: run every matcher in one transaction (on a big day
-on PostgreSQL, the Pix received are matched in key ranges on connections of their own:
-``reconcile.matching.parallel``), keep the run and its verdicts, carry exceptions over to
-the cases people work on, and answer with the day's verdict
+on PostgreSQL, the Pix received are matched in key ranges on connections of their own,
+and the statement lines and the bridge's source figures are read on another, alongside
+the other matchers: ``reconcile.matching.parallel``), keep the run and its verdicts, carry
+exceptions over to the cases people work on, and answer with the day's verdict
 (``reconcile.matching.judgement``), its bridge, a report and an exit code (0 reconciled;
 1 breaks, or only pending items remain; 2 incomplete)."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from functools import cached_property
 from typing import Any
@@ -23,7 +24,12 @@ from reconcile.cases import case_rows, count_cases
 from reconcile.db import dialect_of, insert_for, session_scope, table_of
 from reconcile.matching.amount_due import flag_disagreeing_components, record_amounts_due
 from reconcile.matching.automatico import judge_missed_cycles, judge_recurring_charges
-from reconcile.matching.bridge import day_bridge, match_statement_lines
+from reconcile.matching.bridge import (
+    SourceFigures,
+    day_bridge,
+    match_statement_lines,
+    source_figures,
+)
 from reconcile.matching.charges import match_charges
 from reconcile.matching.context import Judging, RunContext
 from reconcile.matching.infractions import match_infractions, med_exposure
@@ -37,14 +43,14 @@ from reconcile.matching.judgement import (
     judge,
     pending_items,
 )
-from reconcile.matching.movements import match_received, match_refunds
+from reconcile.matching.movements import is_big_day, match_received, match_refunds
+from reconcile.matching.parallel import alongside
 from reconcile.matching.payouts import match_payouts
 from reconcile.matching.totals import balance_drift
 from reconcile.metrics import RECONCILIATION_RUNS
 from reconcile.models import (
     CaseState,
     ExceptionCase,
-    InboxItem,
     ReconciliationItem,
     ReconciliationRun,
     StatementEntry,
@@ -60,8 +66,12 @@ MATCHERS: list[tuple[str, Callable[[Session, RunContext], None]]] = [
     ("amounts due", flag_disagreeing_components),
     ("payouts", match_payouts),
     ("infractions", match_infractions),
-    ("statement lines", match_statement_lines),
 ]
+# Statement lines nobody explains, and the bridge's figures from the source tables: they
+# read no verdict, so on a big day they run alongside the matchers after the first.
+ALONGSIDE = "statement lines"
+STEPS = (*(name for name, _ in MATCHERS), ALONGSIDE)
+"""What ``on_step`` is told, in order."""
 REMAINING = tuple(state.value for state in CaseState.remaining())
 
 
@@ -120,32 +130,24 @@ def _counts(session: Session, run_id: int) -> dict[str, dict[str, int]]:
     return counts
 
 
-def _duplicates(session: Session, ctx: RunContext) -> int:
-    """Repeated deliveries of the day's movements (counted, no effect)."""
-    inbox, items = table_of(InboxItem), table_of(ReconciliationItem)
-    value = session.execute(
-        select(func.sum(case((inbox.c.webhook_count > 1, inbox.c.webhook_count - 1), else_=0)))
-        .select_from(items.join(inbox, inbox.c.id == items.c.inbox_item_id))
-        .where(items.c.run_id == ctx.run_id, items.c.subject == "movement")
-    ).scalar_one()
-    return int(value or 0)
-
-
-def _deliveries(session: Session, ctx: RunContext, duplicates: int) -> dict[str, int]:
+def _deliveries(session: Session, ctx: RunContext) -> dict[str, int]:
     """How the day's Pix received and refunds reached pixrecon: by webhook, only by
-    polling, only in the statement; and repeated webhooks. Delivery facts, not money."""
+    polling, only in the statement; and repeated webhooks (counted, no effect). Delivery
+    facts, not money."""
     items = table_of(ReconciliationItem)
-    by_source = dict(
-        session.execute(
-            select(items.c.source, func.count())
-            .where(items.c.run_id == ctx.run_id, items.c.subject == "movement")
-            .group_by(items.c.source)
-        ).all()
-    )
+    by_source: dict[str | None, int] = {}
+    duplicates = 0
+    for source, n, repeated in session.execute(
+        select(items.c.source, func.count(), func.sum(items.c.duplicate_webhooks))
+        .where(items.c.run_id == ctx.run_id, items.c.subject == "movement")
+        .group_by(items.c.source)
+    ):
+        by_source[source] = int(n)
+        duplicates += int(repeated or 0)
     return {
-        "by_webhook": int(by_source.get("webhook", 0)) + int(by_source.get("both", 0)),
-        "found_only_by_polling": int(by_source.get("poll", 0)),
-        "only_in_statement": int(by_source.get("statement", 0)),
+        "by_webhook": by_source.get("webhook", 0) + by_source.get("both", 0),
+        "found_only_by_polling": by_source.get("poll", 0),
+        "only_in_statement": by_source.get("statement", 0),
         "duplicate_webhooks": duplicates,
     }
 
@@ -202,6 +204,11 @@ def _sync_cases(session: Session, ctx: RunContext) -> None:
     )
 
 
+def _statement_side(session: Session, ctx: RunContext) -> SourceFigures:
+    match_statement_lines(session, ctx)
+    return source_figures(session, ctx)
+
+
 def _totals(bridge: dict[str, Any]) -> dict[str, Any]:
     """Per source, like for like: each row compares figures of the same movements."""
     rows = {row["category"]: row for row in bridge["categories"]}
@@ -239,7 +246,12 @@ def reconcile_day(
     """Judge ``day`` as of its end (or ``now``, if it is not over). ``sources`` says what
     could be read: without it every source is taken as configured and read."""
     now = now or utcnow()
-    sources = sources or Sources()
+    read = sources or Sources()
+
+    def step(name: str) -> None:
+        if on_step is not None:
+            on_step(name)
+
     with session_scope(engine) as session:
         # A run that never finished (the process died) is marked so; re-running is safe
         # because every run writes only its own rows.
@@ -265,12 +277,18 @@ def reconcile_day(
             ctx = RunContext.for_day(
                 run_id, day, now, _statement_known(session, day), judging or Judging()
             )
+            ctx = replace(ctx, parallel=is_big_day(session, ctx))
             # What each due-date charge paid today owed on the day it was paid.
             record_amounts_due(session, ctx.start, ctx.end)
-            for name, matcher in MATCHERS:
-                if on_step is not None:
-                    on_step(name)
-                matcher(session, ctx)
+            (first, match_first), *others = MATCHERS
+            step(first)
+            match_first(session, ctx)
+            with alongside(session, ctx.parallel, lambda own: _statement_side(own, ctx)) as side:
+                for name, matcher in others:
+                    step(name)
+                    matcher(session, ctx)
+                step(ALONGSIDE)
+                figures = side.result()
             if dialect_of(session) == "postgresql":
                 # The run's verdicts were just written (up to millions of rows): without fresh
                 # statistics the planner walks whole indexes for the report's few rows.
@@ -278,13 +296,13 @@ def reconcile_day(
             annotate_pending(session, ctx)
             annotate_priorities(session, ctx)
             drift = balance_drift(session, ctx)
-            bridge = day_bridge(session, ctx, drift)
+            bridge = day_bridge(session, ctx, drift, figures)
             _sync_cases(session, ctx)
             open_exceptions = count_cases(session, day)
             counts = _counts(session, run_id)
             pending = pending_items(session, ctx)
             incomplete = incomplete_because(
-                session, ctx, sources, has_items=any(any(c.values()) for c in counts.values())
+                session, ctx, read, has_items=any(any(c.values()) for c in counts.values())
             )
             verdict = judge(
                 incomplete=incomplete,
@@ -292,8 +310,8 @@ def reconcile_day(
                 residual=bridge["residual_cents"],
                 pending=sum(c.get("pending", 0) for c in counts.values()),
             )
-            duplicates = _duplicates(session, ctx)
-            movements = {**counts["movement"], "duplicate": duplicates}
+            deliveries = _deliveries(session, ctx)
+            movements = {**counts["movement"], "duplicate": deliveries["duplicate_webhooks"]}
             report: dict[str, Any] = {
                 "date": day.isoformat(),
                 "run_id": run_id,
@@ -302,7 +320,7 @@ def reconcile_day(
                 "as_of": ctx.as_of.isoformat(),
                 "incomplete_because": incomplete,
                 "counts": movements,
-                "deliveries": _deliveries(session, ctx, duplicates),
+                "deliveries": deliveries,
                 "charges": counts["charge"],
                 "payouts": counts["payout"],
                 "infractions": counts["infraction"],

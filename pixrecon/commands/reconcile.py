@@ -22,7 +22,7 @@ from reconcile.exports.files import Format, Kind, encoded, open_export
 from reconcile.exports.table import ExportError
 from reconcile.logs import get_logger
 from reconcile.matching.context import Judging
-from reconcile.nightly import MATCHERS, reconcile_day
+from reconcile.nightly import STEPS, reconcile_day
 from reconcile.polling.day import Fetched, fetch_day, sources_of
 from reconcile.processing import process_items
 from reconcile.provider.errors import ProviderError
@@ -109,7 +109,7 @@ def reconcile_command(
                 )
                 fetching.clear()
                 bar.update(task, description="fetched the day", total=1, completed=1)
-            task = bar.add_task("matching", total=len(MATCHERS))
+            task = bar.add_task("matching", total=len(STEPS))
             result = reconcile_day(
                 engine,
                 business_day,

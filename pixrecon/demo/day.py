@@ -23,7 +23,7 @@ from pixrecon.node import Node
 from pixrecon.sandbox_wiring import sandbox_servers
 from reconcile.db import session_scope
 from reconcile.matching.context import Judging
-from reconcile.nightly import MATCHERS, NightlyResult, reconcile_day
+from reconcile.nightly import STEPS, NightlyResult, reconcile_day
 from reconcile.polling.day import fetch_day, sources_of
 from reconcile.processing import process_items
 from reconcile.queries import inbox_summary
@@ -158,7 +158,7 @@ def _judge(node: Node, day: date, progress: Progress) -> NightlyResult:
         on_step=fetching,
     )
     progress.update(task, description="fetched the day", total=1, completed=1)
-    matching = progress.add_task("matching", total=len(MATCHERS))
+    matching = progress.add_task("matching", total=len(STEPS))
     return reconcile_day(
         engine,
         day,

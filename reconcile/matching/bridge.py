@@ -12,6 +12,7 @@ explains; it must be 0 for the day to be ``reconciled``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, String, and_, case, func, literal, or_, select
@@ -143,6 +144,7 @@ def match_statement_lines(session: Session, ctx: RunContext) -> None:
         literal(None, String),
         literal(None, Integer),
         literal(EXCEPTION_PRIORITY, Integer),
+        literal(None, Integer),
     ).where(lines.c.bridge == "other")
     session.execute(
         table_of(ReconciliationItem).insert().from_select(COLUMNS, rows.order_by(lines.c.entry_id))
@@ -196,8 +198,18 @@ def _carried(session: Session, ctx: RunContext, subject: str, like: str) -> tupl
     return _cents(carried_in), _cents(carried_out)
 
 
-def day_bridge(session: Session, ctx: RunContext, balance: dict[str, Any]) -> dict[str, Any]:
-    """The bridge of the day (see the module's docstring). Amounts in centavos."""
+@dataclass(frozen=True)
+class SourceFigures:
+    """The bridge's figures read from the source tables alone, never from the run's
+    verdicts: what the statement booked per category, and per category what was notified
+    by webhook and what the provider's API stands behind. They can be read on a
+    connection of their own while the matchers write (``reconcile.matching.parallel``)."""
+
+    statement: dict[str, int]
+    webhook_and_api: dict[str, tuple[int | None, int | None]]
+
+
+def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
     P, R, M, F = (table_of(m) for m in (PixReceived, PixRefund, AccountMovement, Infraction))
     statement = _statement_by_category(session, ctx)
     figures: dict[str, tuple[int | None, int | None]] = {}
@@ -269,6 +281,15 @@ def day_bridge(session: Session, ctx: RunContext, balance: dict[str, Any]) -> di
     )
     figures["fees"] = (None, None)
     figures["other"] = (None, None)
+    return SourceFigures(statement, figures)
+
+
+def day_bridge(
+    session: Session, ctx: RunContext, balance: dict[str, Any], sources: SourceFigures
+) -> dict[str, Any]:
+    """The bridge of the day (see the module's docstring), from ``sources`` and the run's
+    carried verdicts. Amounts in centavos."""
+    statement, figures = sources.statement, sources.webhook_and_api
     carried = {
         "pix_received": _carried(session, ctx, "movement", "E%"),
         "refunds_sent": _carried(session, ctx, "movement", "D%"),

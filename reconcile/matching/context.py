@@ -61,6 +61,9 @@ class RunContext:
     """Whether the day has statement lines at all; without them only notifications and
     API look-ups can agree."""
     judging: Judging = field(default_factory=Judging)
+    parallel: bool = False
+    """A big day on PostgreSQL: matched on several connections at once
+    (``reconcile.matching.parallel``)."""
 
     @classmethod
     def for_day(
@@ -70,9 +73,10 @@ class RunContext:
         now: datetime,
         statement_known: bool,
         judging: Judging | None = None,
+        parallel: bool = False,
     ) -> RunContext:
         start, end = business_day_bounds(day)
-        return cls(run_id, day, start, end, now, statement_known, judging or Judging())
+        return cls(run_id, day, start, end, now, statement_known, judging or Judging(), parallel)
 
     @property
     def as_of(self) -> datetime:

@@ -20,7 +20,7 @@ from reconcile.matching.context import (
     RunContext,
     statement_lines,
 )
-from reconcile.matching.parallel import KeyRange, run_ranges, split_at_median
+from reconcile.matching.parallel import WHOLE, KeyRange, is_big, run_ranges, split_at_median
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import Confirmation, InboxItem, PixReceived, PixRefund, StatementEntry
 
@@ -51,10 +51,19 @@ def pix_time(P: FromClause) -> ColumnElement[datetime]:
     return func.coalesce(P.c.horario, P.c.created_at)
 
 
+def is_big_day(session: Session, ctx: RunContext) -> bool:
+    """Whether the day's Pix received are many enough to match on several connections."""
+    return is_big(session, table_of(PixReceived), lambda P: ctx.within(pix_time(P)))
+
+
 def match_received(session: Session, ctx: RunContext) -> None:
     """On a big day, in two halves of the key space at once (``reconcile.matching.parallel``)."""
-    ranges = split_at_median(
-        session, table_of(PixReceived), "end_to_end_id", lambda P: ctx.within(pix_time(P))
+    ranges = (
+        split_at_median(
+            session, table_of(PixReceived), "end_to_end_id", lambda P: ctx.within(pix_time(P))
+        )
+        if ctx.parallel
+        else [WHOLE]
     )
     run_ranges(session, ranges, lambda own, keys: _match_received(own, ctx, keys))
 
@@ -181,6 +190,7 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
             (refunded_cents >= p.c.amount_cents, 0),
             else_=p.c.amount_cents - refunded_cents,
         ),
+        webhooks=webhooks,
     )
 
 
@@ -301,4 +311,5 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         statement_id=s.c.sid,
         where=or_(r.c.ref.is_not(None), s.c.booked < ctx.end),
         carried=carried(r.c.ref, s.c.booked, ctx),
+        webhooks=webhooks,
     )

@@ -1,24 +1,30 @@
-"""Splitting the day's largest matcher across the database's cores.
+"""Using the database's cores on a big day.
 
 PostgreSQL runs an ``INSERT … SELECT`` on one core: it never parallelises a statement
-that writes. Matching a million Pix received is one such statement, and the nightly
-run's largest phase (docs/benchmarks.md), so on PostgreSQL it is cut into key ranges
-whose statements run at the same time on connections of their own. The ranges partition
-the key space (each key falls in exactly one, compared byte by byte with ``COLLATE "C"``
-whatever the database's collation), so together they write exactly the rows one statement
-would.
+that writes, and the nightly run is a sequence of such statements. On a big day on
+PostgreSQL (``is_big``) two things run on connections of their own:
 
-Each range commits on its own connection, before the run's transaction does. The rows
-belong to a run whose status is still ``running``, which no reader takes for a day's
-answer (every reader asks for the latest *completed* run); a run that fails has its rows
-deleted (``reconcile.nightly``). SQLite has one writer: there the matcher runs whole, in
-the run's transaction."""
+- matching the Pix received, a million verdicts in one statement and the run's largest
+  phase (docs/benchmarks.md), is cut into key ranges whose statements run at the same
+  time. The ranges partition the key space (each key falls in exactly one, compared byte
+  by byte with ``COLLATE "C"`` whatever the database's collation), so together they write
+  exactly the rows one statement would;
+- work that reads only the source tables runs ``alongside`` the other matchers, which
+  left alone would keep one core busy and the other idle.
+
+What is written on a connection of its own is committed there, before the run's
+transaction is. The rows belong to a run whose status is still ``running``, which no
+reader takes for a day's answer (every reader asks for the latest *completed* run); a
+run that fails has its rows deleted (``reconcile.nightly``). SQLite has one writer: there
+everything runs in the run's transaction, in order."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from sqlalchemy import ColumnElement, String, Table, func, literal, select, tablesample, text
 from sqlalchemy.sql import FromClause
@@ -56,25 +62,34 @@ def _bytes(column: ColumnElement[str]) -> ColumnElement[str]:
     return column.collate("C")
 
 
+def is_big(
+    session: Session, table: Table, of_the_day: Callable[[FromClause], ColumnElement[bool]]
+) -> bool:
+    """Whether the day's rows of ``table`` are enough to be worth the database's other
+    cores: on PostgreSQL, estimated from a sample of the table's pages."""
+    if dialect_of(session) != "postgresql":
+        return False
+    sampled = tablesample(table, func.system(SAMPLE_PERCENT), name="sampled")
+    found = session.execute(select(func.count()).where(of_the_day(sampled))).scalar_one()
+    return bool(found * 100 / SAMPLE_PERCENT >= SPLIT_FROM)
+
+
 def split_at_median(
     session: Session,
     table: Table,
     key: str,
     of_the_day: Callable[[FromClause], ColumnElement[bool]],
 ) -> list[KeyRange]:
-    """Two ranges split at the median ``key`` of the day's rows of ``table`` on a big day
-    on PostgreSQL; otherwise the whole key space. The median comes from a sample of the
-    table's pages: an even split is a matter of speed, never of what is written."""
-    if dialect_of(session) != "postgresql":
-        return [WHOLE]
+    """Two ranges split at the median ``key`` of the day's rows of ``table``. The median
+    comes from a sample of the table's pages: an even split is a matter of speed, never
+    of what is written."""
     sampled = tablesample(table, func.system(SAMPLE_PERCENT), name="sampled")
-    found, median = session.execute(
-        select(
-            func.count(),
-            func.percentile_disc(0.5).within_group(_bytes(sampled.c[key])),
-        ).where(of_the_day(sampled))
-    ).one()
-    if median is None or found * 100 / SAMPLE_PERCENT < SPLIT_FROM:
+    median = session.execute(
+        select(func.percentile_disc(0.5).within_group(_bytes(sampled.c[key]))).where(
+            of_the_day(sampled)
+        )
+    ).scalar_one()
+    if median is None:
         return [WHOLE]
     return [KeyRange(high=median), KeyRange(low=median)]
 
@@ -88,15 +103,47 @@ def run_ranges(
     if len(ranges) == 1:
         write(session, ranges[0])
         return
-    engine = session.get_bind()
-
-    def one(keys: KeyRange) -> None:
-        with Session(engine) as own, own.begin():
-            # As in the run's own transaction (reconcile.nightly): compiling costs more
-            # than it saves for a statement that runs once.
-            own.execute(text("SET LOCAL jit = off"))
-            write(own, keys)
-
     with ThreadPoolExecutor(max_workers=len(ranges), thread_name_prefix="match") as pool:
         # list() waits for every range and raises the first failure.
-        list(pool.map(one, ranges))
+        list(pool.map(lambda keys: _own(session, lambda own: write(own, keys)), ranges))
+
+
+T = TypeVar("T")
+
+
+def _own(session: Session, work: Callable[[Session], T]) -> T:
+    """``work`` in a transaction of its own on the engine of ``session``, committed."""
+    with Session(session.get_bind()) as own, own.begin():
+        # As in the run's own transaction (reconcile.nightly): compiling costs more than
+        # it saves for a statement that runs once.
+        own.execute(text("SET LOCAL jit = off"))
+        return work(own)
+
+
+class Later(Generic[T]):
+    """The result of work started ``alongside``: ``result()`` waits for it."""
+
+    def __init__(
+        self, session: Session, work: Callable[[Session], T], future: Future[T] | None = None
+    ) -> None:
+        self._session, self._work, self._future = session, work, future
+
+    def result(self) -> T:
+        if self._future is None:
+            return self._work(self._session)
+        return self._future.result()
+
+
+@contextmanager
+def alongside(session: Session, parallel: bool, work: Callable[[Session], T]) -> Iterator[Later[T]]:
+    """With ``parallel``, ``work`` runs at once on a connection of its own, committed
+    when done, while the caller goes on in ``session``; otherwise it runs in ``session``
+    when its result is asked for. Either way it must read only what is committed, never
+    what the caller writes meanwhile. Leaving the block waits for the work, even on an
+    error, so that nothing it writes lands after the caller has cleaned up."""
+    if not parallel:
+        yield Later(session, work)
+        return
+    # Leaving the pool waits for the work; its own failure is raised by result().
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="alongside") as pool:
+        yield Later(session, work, pool.submit(_own, session, work))

@@ -39,6 +39,7 @@ COLUMNS = (
     "carried",
     "net_cents",
     "priority",
+    "duplicate_webhooks",
 )
 # Every exception starts at priority 2; money near its refund deadline is raised to 1
 # afterwards (``reconcile.matching.judgement``).
@@ -63,10 +64,13 @@ def insert_verdicts(
     where: ColumnElement[bool] | None = None,
     carried: ColumnElement[str] | None = None,
     net: ColumnElement[int] | None = None,
+    webhooks: ColumnElement[int] | None = None,
 ) -> None:
     """First verdict that holds wins; otherwise ``default_status``. ``where`` keeps the
     rows that belong to the day; ``carried`` says ``in``/``out`` for a movement matched
-    across midnight; ``net`` is a Pix's value less its settled refunds."""
+    across midnight; ``net`` is a Pix's value less its settled refunds; ``webhooks`` how
+    many webhooks the item's inbox item counted (the repeats are kept with the verdict, so
+    that the report counts them without joining the inbox again)."""
     status = case(
         *[(cond, literal(name, String)) for cond, name, _, _ in verdicts],
         else_=literal(default_status, String),
@@ -94,6 +98,11 @@ def insert_verdicts(
         carried if carried is not None else literal(None, String),
         net if net is not None else literal(None, BigInteger),
         case((exception, literal(EXCEPTION_PRIORITY, Integer)), else_=literal(None, Integer)),
+        (
+            literal(None, Integer)
+            if webhooks is None
+            else case((webhooks > 1, webhooks - 1), else_=literal(None, Integer))
+        ),
     ).select_from(joined)
     if where is not None:
         rows = rows.where(where)

@@ -221,3 +221,42 @@ def test_dashboard_views_answer_from_the_latest_run(day: Day) -> None:
     ]
     assert latency[0] >= 5
     assert latency[1] is not None
+
+
+def test_repeated_webhooks_are_counted_with_their_verdicts(day: Day) -> None:
+    """Each verdict keeps how many webhooks repeated its movement; the report's count is
+    their sum, the same figure the inbox gives for the day's movements."""
+    from sqlalchemy import func
+    from sqlmodel import col
+
+    from reconcile.models import InboxItem
+
+    node, engine = day.node, day.node.node.engine
+    exact, partial = (day.provider.get_pix(day.e2e[n]) for n in ("exact", "partial"))
+    for body in ({"pix": [exact]}, {"pix": [exact]}, {"pix": [partial]}):
+        _post(node, "/webhooks/qrcode/pix", body)
+    node.wait_processed()
+    today = utcnow().astimezone(BUSINESS_TZ).date()
+    result = reconcile_day(engine, today)
+    verdicts = _verdicts(engine, result.run_id)
+    assert verdicts[("movement", day.e2e["exact"])].duplicate_webhooks == 2
+    assert verdicts[("movement", day.e2e["partial"])].duplicate_webhooks == 1
+    assert verdicts[("movement", day.e2e["no-txid"])].duplicate_webhooks is None
+    # The refund rides in the Pix's devolucoes: delivered again with it.
+    assert verdicts[("movement", day.e2e["refund"])].duplicate_webhooks == 1
+    assert all(
+        v.duplicate_webhooks is None
+        for (subject, _), v in verdicts.items()
+        if subject != "movement"
+    )
+    with session_scope(engine) as session:
+        ids = [v.inbox_item_id for (subject, _), v in verdicts.items() if subject == "movement"]
+        in_inbox = session.execute(
+            select(func.sum(InboxItem.webhook_count - 1)).where(
+                InboxItem.id.in_(ids),  # type: ignore[union-attr]
+                col(InboxItem.webhook_count) > 1,
+            )
+        ).scalar_one()
+    assert in_inbox == 4
+    assert result.report["counts"]["duplicate"] == 4
+    assert result.report["deliveries"]["duplicate_webhooks"] == 4

@@ -1,23 +1,28 @@
 """On a big day on PostgreSQL the Pix received are matched in two key ranges at once, on
-connections of their own (``reconcile.matching.parallel``). The split must be invisible:
-the same verdicts, row for row, as one statement, and the same movements export; and a run
-that fails half-way keeps no verdict of a range that had already committed."""
+connections of their own, and the statement lines and the bridge's source figures are read
+on another while the other matchers run (``reconcile.matching.parallel``). It must be
+invisible: the same verdicts, row for row, as one transaction in order, the same report
+and the same movements export; and a run that fails half-way keeps no verdict of what had
+already committed on another connection."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from datetime import date, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, insert, select
 
 from benchmarks.nightly_data import Plan, generate, loader_session
+from reconcile import nightly
 from reconcile.db import create_db_engine, session_scope, table_of
 from reconcile.exports.movements import movement_table
 from reconcile.matching import movements, parallel
 from reconcile.matching.parallel import KeyRange
-from reconcile.models import ReconciliationItem, ReconciliationRun
+from reconcile.models import InboxItem, ReconciliationItem, ReconciliationRun, StatementEntry
 from reconcile.nightly import reconcile_day
 from tests.conftest import truncate
 
@@ -38,6 +43,18 @@ def day_engine(postgres_url: str) -> Iterator[Engine]:
     with engine.connect() as conn:
         loader_session(conn)
         generate(conn, PLAN, log=lambda _: None)
+    with session_scope(engine) as session:
+        # A line of a category nobody explains: the statement-line matcher's verdict.
+        session.execute(
+            insert(StatementEntry).values(
+                entry_id="unexplained-1",
+                type="CREDIT",
+                category="INTEREST",
+                amount_cents=1234,
+                booked_at=PLAN.start + timedelta(hours=10),
+                inbox_item_id=select(func.min(InboxItem.id)).scalar_subquery(),
+            )
+        )
     yield engine
     truncate(engine)
     engine.dispose()
@@ -53,7 +70,8 @@ def _verdicts(engine: Engine, run_id: int) -> list[tuple[Any, ...]]:
 
 
 def _split_everything(monkeypatch: pytest.MonkeyPatch) -> list[list[KeyRange]]:
-    """Split any day, with the median of every page, and record the ranges run."""
+    """Take any day for a big one, split it at the median of every page, and record the
+    ranges run."""
     monkeypatch.setattr(parallel, "SPLIT_FROM", 1)
     monkeypatch.setattr(parallel, "SAMPLE_PERCENT", 100.0)
     seen: list[list[KeyRange]] = []
@@ -75,9 +93,19 @@ def test_a_split_day_has_the_verdicts_of_one_statement(
     exported = list(movement_table(day_engine, PLAN.day).rows)
 
     seen = _split_everything(monkeypatch)
+    beside: list[str] = []
+    real_side = nightly._statement_side
+
+    def recording_side(session: Any, ctx: Any) -> Any:
+        beside.append(threading.current_thread().name)
+        return real_side(session, ctx)
+
+    monkeypatch.setattr(nightly, "_statement_side", recording_side)
     split = reconcile_day(day_engine, PLAN.day, now=NOW)
 
     assert [len(ranges) for ranges in seen] == [2]
+    assert len(beside) == 1
+    assert beside[0] != threading.current_thread().name
     median = seen[0][0].high
     assert median is not None
     assert seen[0][1].low == median
@@ -87,6 +115,9 @@ def test_a_split_day_has_the_verdicts_of_one_statement(
     assert any(ref < median for ref in refs)
     assert any(ref >= median for ref in refs)
     assert len(got) == len(expected) > PLAN.events
+    assert ("statement", "unexplained-1") in {
+        (row[FIELDS.index("subject")], row[FIELDS.index("ref")]) for row in got
+    }
     assert got == expected
     # The halves' rows get their ids in whatever order the two connections write them;
     # the export is read by key, so the file is the same, row for row.
@@ -112,6 +143,47 @@ def test_a_run_failing_after_a_range_committed_keeps_no_verdict(
         reconcile_day(day_engine, PLAN.day, now=NOW)
 
     items, runs = table_of(ReconciliationItem), table_of(ReconciliationRun)
+    with session_scope(day_engine) as session:
+        run_id, status = session.execute(
+            select(runs.c.id, runs.c.status).order_by(runs.c.id.desc()).limit(1)
+        ).one()
+        kept = session.execute(select(func.count()).where(items.c.run_id == run_id)).scalar_one()
+    assert status == "failed"
+    assert kept == 0
+
+
+def test_a_run_failing_while_work_alongside_commits_keeps_none_of_it(
+    day_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The statement lines' verdicts are committed on their own connection; a matcher of
+    the run's transaction fails before they are. The run waits for them, then deletes
+    them with the rest: none lands after the clean-up."""
+    _split_everything(monkeypatch)
+    real_side = nightly._statement_side
+    done = threading.Event()
+
+    def slow_side(session: Any, ctx: Any) -> Any:
+        time.sleep(0.5)
+        try:
+            return real_side(session, ctx)
+        finally:
+            done.set()
+
+    def charges_fail(session: Any, ctx: Any) -> None:
+        raise RuntimeError("the charges could not be read")
+
+    monkeypatch.setattr(nightly, "_statement_side", slow_side)
+    monkeypatch.setattr(
+        nightly,
+        "MATCHERS",
+        [(n, charges_fail if n == "charges" else m) for n, m in nightly.MATCHERS],
+    )
+    with pytest.raises(RuntimeError, match="could not be read"):
+        reconcile_day(day_engine, PLAN.day, now=NOW)
+
+    items, runs = table_of(ReconciliationItem), table_of(ReconciliationRun)
+    assert done.wait(10)
+    time.sleep(0.2)  # its commit, had it not been waited for
     with session_scope(day_engine) as session:
         run_id, status = session.execute(
             select(runs.c.id, runs.c.status).order_by(runs.c.id.desc()).limit(1)
