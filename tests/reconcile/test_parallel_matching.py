@@ -69,6 +69,17 @@ def _verdicts(engine: Engine, run_id: int) -> list[tuple[Any, ...]]:
     return sorted(tuple(row) for row in rows)
 
 
+def _latest_run(engine: Engine) -> tuple[str, int]:
+    """The newest run's status and how many verdicts it kept."""
+    items, runs = table_of(ReconciliationItem), table_of(ReconciliationRun)
+    with session_scope(engine) as session:
+        run_id, status = session.execute(
+            select(runs.c.id, runs.c.status).order_by(runs.c.id.desc()).limit(1)
+        ).one()
+        kept = session.execute(select(func.count()).where(items.c.run_id == run_id)).scalar_one()
+    return str(status), int(kept)
+
+
 def _split_everything(monkeypatch: pytest.MonkeyPatch) -> list[list[KeyRange]]:
     """Take any day for a big one, split it at the median of every page, and record the
     ranges run."""
@@ -142,14 +153,7 @@ def test_a_run_failing_after_a_range_committed_keeps_no_verdict(
     with pytest.raises(RuntimeError, match="went away"):
         reconcile_day(day_engine, PLAN.day, now=NOW)
 
-    items, runs = table_of(ReconciliationItem), table_of(ReconciliationRun)
-    with session_scope(day_engine) as session:
-        run_id, status = session.execute(
-            select(runs.c.id, runs.c.status).order_by(runs.c.id.desc()).limit(1)
-        ).one()
-        kept = session.execute(select(func.count()).where(items.c.run_id == run_id)).scalar_one()
-    assert status == "failed"
-    assert kept == 0
+    assert _latest_run(day_engine) == ("failed", 0)
 
 
 def test_a_run_failing_while_work_alongside_commits_keeps_none_of_it(
@@ -181,13 +185,6 @@ def test_a_run_failing_while_work_alongside_commits_keeps_none_of_it(
     with pytest.raises(RuntimeError, match="could not be read"):
         reconcile_day(day_engine, PLAN.day, now=NOW)
 
-    items, runs = table_of(ReconciliationItem), table_of(ReconciliationRun)
     assert done.wait(10)
     time.sleep(0.2)  # its commit, had it not been waited for
-    with session_scope(day_engine) as session:
-        run_id, status = session.execute(
-            select(runs.c.id, runs.c.status).order_by(runs.c.id.desc()).limit(1)
-        ).one()
-        kept = session.execute(select(func.count()).where(items.c.run_id == run_id)).scalar_one()
-    assert status == "failed"
-    assert kept == 0
+    assert _latest_run(day_engine) == ("failed", 0)
