@@ -188,3 +188,19 @@ def test_a_run_failing_while_work_alongside_commits_keeps_none_of_it(
     assert done.wait(10)
     time.sleep(0.2)  # its commit, had it not been waited for
     assert _latest_run(day_engine) == ("failed", 0)
+
+
+def test_a_run_failing_in_its_report_keeps_none_of_its_committed_verdicts(
+    day_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Pix received's verdicts are committed on their own connections before the
+    report is written; a report that fails still leaves none of them."""
+    _split_everything(monkeypatch)
+
+    def deadlines_fail(session: Any, ctx: Any) -> None:
+        raise RuntimeError("the deadlines could not be set")
+
+    monkeypatch.setattr(nightly, "annotate_priorities", deadlines_fail)
+    with pytest.raises(RuntimeError, match="could not be set"):
+        reconcile_day(day_engine, PLAN.day, now=NOW)
+    assert _latest_run(day_engine) == ("failed", 0)
