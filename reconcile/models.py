@@ -8,7 +8,16 @@ from __future__ import annotations
 import enum
 from datetime import date, datetime
 
-from sqlalchemy import BigInteger, DateTime, Index, Integer, LargeBinary, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlmodel import Field, SQLModel
 
 from reconcile.timeutil import utcnow
@@ -199,7 +208,13 @@ class PixReceived(PixReceivedBase, Confirmable, table=True):
     """A Pix credited to the merchant, one row per ``endToEndId``."""
 
     __tablename__ = "pix_received"
-    __table_args__ = (UniqueConstraint("end_to_end_id", name="uq_pix_received_e2e"),)
+    __table_args__ = (
+        UniqueConstraint("end_to_end_id", name="uq_pix_received_e2e"),
+        # When the Pix happened, as every matcher of a day asks for it
+        # (``reconcile.matching.movements.pix_time``): a day's run then reads that day's
+        # rows, not every day the table keeps (migration 0019).
+        Index("ix_pix_received_happened", text("coalesce(horario, created_at)")),
+    )
 
     id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
     # Indexed: deleting an inbox item (retention) checks every table pointing at it.
