@@ -121,7 +121,9 @@ def run_child(spec_path: str) -> int:
             enter("prune earlier runs")
         if statement.startswith(REPORT_BEGINS):
             enter(REPORT_PHASE)
-        if spec["explain"] and statement.lstrip().upper().startswith(EXPLAINED):
+        # An executemany's parameters are a list of sets: explaining one would not be the
+        # statement as run, so those are timed only.
+        if spec["explain"] and not many and statement.lstrip().upper().startswith(EXPLAINED):
             plans.append(
                 {
                     "phase": phase.name,

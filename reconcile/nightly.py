@@ -166,7 +166,7 @@ def _sync_cases(session: Session, ctx: RunContext) -> None:
         literal(ctx.run_id, cases.c.first_seen_run_id.type),
         literal(ctx.run_id, cases.c.last_seen_run_id.type),
         literal(ctx.now, cases.c.updated_at.type),
-    ).where(items.c.run_id == ctx.run_id, items.c.exception.is_(True))
+    ).where(items.c.run_id == ctx.run_id, items.c.exception)
     stmt = insert(cases).from_select(
         [
             "business_date",

@@ -148,7 +148,7 @@ def _set_deadline(session: Session, ctx: RunContext, deadline: date, *where: Any
     urgent = (deadline - ctx.today).days <= ctx.judging.refund_warning_days
     session.execute(
         update(items)
-        .where(items.c.run_id == ctx.run_id, items.c.exception.is_(True), *where)
+        .where(items.c.run_id == ctx.run_id, items.c.exception, *where)
         .values(refund_by=deadline, priority=1 if urgent else 2)
     )
 

@@ -3,11 +3,13 @@ from __future__ import annotations
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, select, text
 from sqlmodel import SQLModel
 
 from migrations.apply import head_revision, is_up_to_date
 from reconcile import models  # noqa: F401  (registers the tables)
+from reconcile.db import table_of
+from reconcile.models import ReconciliationItem
 
 
 # Neither dialect reflects an index on an expression, so autogenerate skips them (and
@@ -37,3 +39,19 @@ def test_a_days_pix_are_found_by_when_they_happened(engine: Engine) -> None:
             plan = connection.execute(text("EXPLAIN QUERY PLAN " + query), window)
         shown = " ".join(str(row) for row in plan)
     assert "ix_pix_received_happened" in shown
+
+
+def test_a_runs_exceptions_are_found_by_their_own_index(engine: Engine) -> None:
+    """The partial index of a run's exceptions (migration 0020) serves the engine's
+    queries as SQLAlchemy writes them for the dialect: ``exception IS TRUE`` would not."""
+    items = table_of(ReconciliationItem)
+    query = select(items.c.id).where(items.c.run_id == 7, items.c.exception)
+    written = str(query.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+    with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execute(text("SET enable_seqscan = off"))
+            plan = connection.execute(text("EXPLAIN " + written))
+        else:
+            plan = connection.execute(text("EXPLAIN QUERY PLAN " + written))
+        shown = " ".join(str(row) for row in plan)
+    assert "ix_reconciliation_item_exceptions" in shown
