@@ -521,6 +521,20 @@ class ReconciliationItem(ReconciliationItemBase, table=True):
             postgresql_where=text("exception"),
             sqlite_where=text("exception = 1"),
         ),
+        # The few pending and carried verdicts the report reads after the matchers, each
+        # of which read the whole run without them.
+        Index(
+            "ix_reconciliation_item_pending",
+            "run_id",
+            postgresql_where=text("status = 'pending'"),
+            sqlite_where=text("status = 'pending'"),
+        ),
+        Index(
+            "ix_reconciliation_item_carried",
+            "run_id",
+            postgresql_where=text("carried IS NOT NULL"),
+            sqlite_where=text("carried IS NOT NULL"),
+        ),
     )
 
     id: int | None = Field(default=None, primary_key=True, sa_type=IdType)

@@ -117,33 +117,36 @@ def _statement_known(session: Session, day: date) -> bool:
 SUBJECTS = ("movement", "charge", "payout", "infraction", "statement")
 
 
-def _counts(session: Session, run_id: int) -> dict[str, dict[str, int]]:
-    """Verdicts per subject and status, in one pass over the run."""
+def _tally(session: Session, run_id: int) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """Verdicts per subject and status, and how the day's movements reached pixrecon (see
+    ``_deliveries``): one pass over the run, which has a verdict per movement."""
     items = table_of(ReconciliationItem)
     counts: dict[str, dict[str, int]] = {subject: {} for subject in SUBJECTS}
-    for subject, status, n in session.execute(
-        select(items.c.subject, items.c.status, func.count())
+    by_source: dict[str | None, int] = {}
+    duplicates = 0
+    for subject, status, source, n, repeated in session.execute(
+        select(
+            items.c.subject,
+            items.c.status,
+            items.c.source,
+            func.count(),
+            func.sum(items.c.duplicate_webhooks),
+        )
         .where(items.c.run_id == run_id)
-        .group_by(items.c.subject, items.c.status)
+        .group_by(items.c.subject, items.c.status, items.c.source)
     ):
-        counts.setdefault(subject, {})[status] = int(n)
-    return counts
+        found = counts.setdefault(subject, {})
+        found[status] = found.get(status, 0) + int(n)
+        if subject == "movement":
+            by_source[source] = by_source.get(source, 0) + int(n)
+            duplicates += int(repeated or 0)
+    return counts, _deliveries(by_source, duplicates)
 
 
-def _deliveries(session: Session, ctx: RunContext) -> dict[str, int]:
+def _deliveries(by_source: dict[str | None, int], duplicates: int) -> dict[str, int]:
     """How the day's Pix received and refunds reached pixrecon: by webhook, only by
     polling, only in the statement; and repeated webhooks (counted, no effect). Delivery
     facts, not money."""
-    items = table_of(ReconciliationItem)
-    by_source: dict[str | None, int] = {}
-    duplicates = 0
-    for source, n, repeated in session.execute(
-        select(items.c.source, func.count(), func.sum(items.c.duplicate_webhooks))
-        .where(items.c.run_id == ctx.run_id, items.c.subject == "movement")
-        .group_by(items.c.source)
-    ):
-        by_source[source] = int(n)
-        duplicates += int(repeated or 0)
     return {
         "by_webhook": by_source.get("webhook", 0) + by_source.get("both", 0),
         "found_only_by_polling": by_source.get("poll", 0),
@@ -299,7 +302,7 @@ def reconcile_day(
             bridge = day_bridge(session, ctx, drift, figures)
             _sync_cases(session, ctx)
             open_exceptions = count_cases(session, day)
-            counts = _counts(session, run_id)
+            counts, deliveries = _tally(session, run_id)
             pending = pending_items(session, ctx)
             incomplete = incomplete_because(
                 session, ctx, read, has_items=any(any(c.values()) for c in counts.values())
@@ -310,7 +313,6 @@ def reconcile_day(
                 residual=bridge["residual_cents"],
                 pending=sum(c.get("pending", 0) for c in counts.values()),
             )
-            deliveries = _deliveries(session, ctx)
             movements = {**counts["movement"], "duplicate": deliveries["duplicate_webhooks"]}
             report: dict[str, Any] = {
                 "date": day.isoformat(),

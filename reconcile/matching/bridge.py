@@ -193,7 +193,13 @@ def _carried(session: Session, ctx: RunContext, subject: str, like: str) -> tupl
         select(
             func.sum(case((items.c.carried == "in", items.c.expected_cents), else_=0)),
             func.sum(case((items.c.carried == "out", items.c.actual_cents), else_=0)),
-        ).where(items.c.run_id == ctx.run_id, items.c.subject == subject, items.c.ref.like(like))
+        ).where(
+            items.c.run_id == ctx.run_id,
+            # Implied by the sums; said so that the carried items' own index serves them.
+            items.c.carried.is_not(None),
+            items.c.subject == subject,
+            items.c.ref.like(like),
+        )
     ).one()
     return _cents(carried_in), _cents(carried_out)
 

@@ -15,7 +15,7 @@ from datetime import date, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import String, bindparam, func, literal, select, update
+from sqlalchemy import ColumnElement, String, Table, bindparam, func, literal, select, update
 from sqlmodel import Session
 
 from reconcile.db import table_of
@@ -33,6 +33,13 @@ from reconcile.timeutil import BUSINESS_TZ, as_utc
 # How many pending items and carried items the report lists one by one (the rest are
 # counted; every one of them is a row in ``reconciliation_item``).
 LISTED = 1000
+
+
+def is_pending(items: Table) -> ColumnElement[bool]:
+    """A run's pending items, found through their own index (migration 0020). The status
+    is written into the SQL, not bound: a prepared statement's generic plan cannot tell a
+    bound value matches the index's predicate."""
+    return items.c.status == literal("pending", String, literal_execute=True)
 
 
 class DayVerdict(StrEnum):
@@ -74,7 +81,7 @@ def annotate_pending(session: Session, ctx: RunContext) -> None:
         update(items)
         .where(
             items.c.run_id == ctx.run_id,
-            items.c.status == "pending",
+            is_pending(items),
             items.c.reason == "not in the statement yet",
         )
         .values(due_at=ctx.statement_end)
@@ -91,7 +98,7 @@ def annotate_pending(session: Session, ctx: RunContext) -> None:
             .join(source, source.c.inbox_item_id == items.c.inbox_item_id)
             .where(
                 items.c.run_id == ctx.run_id,
-                items.c.status == "pending",
+                is_pending(items),
                 items.c.due_at.is_(None),
                 source.c.confirmation == Confirmation.PENDING.value,
             )
@@ -162,7 +169,7 @@ def pending_items(session: Session, ctx: RunContext) -> list[dict[str, Any]]:
             select(
                 items.c.subject, items.c.ref, items.c.reason, items.c.actual_cents, items.c.due_at
             )
-            .where(items.c.run_id == ctx.run_id, items.c.status == "pending")
+            .where(items.c.run_id == ctx.run_id, is_pending(items))
             .limit(LISTED)
         ).all(),
         key=lambda row: (row[4] is None, row[4] or ctx.end, row[0], row[1]),

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, select, text
+from sqlalchemy import ColumnElement, Engine, Select, Table, select, text
 from sqlmodel import SQLModel
 
 from migrations.apply import head_revision, is_up_to_date
 from reconcile import models  # noqa: F401  (registers the tables)
 from reconcile.db import table_of
+from reconcile.matching.judgement import is_pending
 from reconcile.models import ReconciliationItem
 
 
@@ -41,17 +45,44 @@ def test_a_days_pix_are_found_by_when_they_happened(engine: Engine) -> None:
     assert "ix_pix_received_happened" in shown
 
 
-def test_a_runs_exceptions_are_found_by_their_own_index(engine: Engine) -> None:
-    """The partial index of a run's exceptions (migration 0020) serves the engine's
-    queries as SQLAlchemy writes them for the dialect: ``exception IS TRUE`` would not."""
-    items = table_of(ReconciliationItem)
-    query = select(items.c.id).where(items.c.run_id == 7, items.c.exception)
-    written = str(query.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+def _plan(engine: Engine, query: Select[Any]) -> str:
+    """The plan of ``query`` with its parameters bound as the engine binds them. On
+    PostgreSQL it is the generic plan of a prepared statement, the one a long-running
+    worker ends up with: an index whose predicate only matches a bound value's custom
+    plan would be found here unused."""
+    compiled = query.compile(dialect=engine.dialect, compile_kwargs={"render_postcompile": True})
     with engine.connect() as connection:
         if engine.dialect.name == "postgresql":
+            sql = str(compiled)
+            shown = []
+            for number, name in enumerate(compiled.params, 1):
+                sql = sql.replace(f"%({name})s", f"${number}")
+                shown.append(repr(compiled.params[name]))
             connection.execute(text("SET enable_seqscan = off"))
-            plan = connection.execute(text("EXPLAIN " + written))
+            connection.execute(text("SET plan_cache_mode = force_generic_plan"))
+            connection.exec_driver_sql("PREPARE looked_up AS " + sql)
+            plan = connection.exec_driver_sql(f"EXPLAIN EXECUTE looked_up({', '.join(shown)})")
         else:
-            plan = connection.execute(text("EXPLAIN QUERY PLAN " + written))
-        shown = " ".join(str(row) for row in plan)
-    assert "ix_reconciliation_item_exceptions" in shown
+            assert compiled.positiontup is not None
+            values = tuple(compiled.params[name] for name in compiled.positiontup)
+            plan = connection.exec_driver_sql("EXPLAIN QUERY PLAN " + str(compiled), values)
+        return " ".join(str(row) for row in plan)
+
+
+@pytest.mark.parametrize(
+    ("index", "which"),
+    [
+        ("ix_reconciliation_item_exceptions", lambda items: items.c.exception),
+        ("ix_reconciliation_item_pending", is_pending),
+        ("ix_reconciliation_item_carried", lambda items: items.c.carried == "in"),
+        ("ix_reconciliation_item_carried", lambda items: items.c.carried.is_not(None)),
+    ],
+)
+def test_the_verdicts_a_report_looks_up_are_found_by_their_own_indexes(
+    engine: Engine, index: str, which: Callable[[Table], ColumnElement[bool]]
+) -> None:
+    """The partial indexes of a run's exceptions, pending and carried items (migration
+    0020) serve the engine's queries as it writes them: ``exception IS TRUE``, or a
+    pending status bound as a parameter, would not."""
+    items = table_of(ReconciliationItem)
+    assert index in _plan(engine, select(items.c.id).where(items.c.run_id == 7, which(items)))

@@ -1,4 +1,4 @@
-"""Index a run's exceptions only
+"""Index the verdicts a run's report looks up: exceptions, pending and carried items
 
 ``ix_reconciliation_item_run_exception`` indexed every verdict of a run by
 ``(run_id, exception)``: on a million-verdict day nearly every entry had the same key
@@ -9,6 +9,10 @@ those rows serves them and costs the agreeing verdicts nothing. A query reaches 
 saying ``exception`` as SQLAlchemy writes a boolean column for each dialect
 (``WHERE exception`` on PostgreSQL, ``exception = 1`` on SQLite); ``exception IS TRUE``
 is not proven to match it.
+
+The report also reads a run's pending items (780 of 1,146,410 verdicts on that day) and
+its carried ones (5,200) in eight statements that each read every verdict of the run;
+two more partial indexes hold those rows only.
 
 Revision ID: 0020
 Revises: 0019
@@ -25,20 +29,29 @@ down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# name: (PostgreSQL's predicate, SQLite's predicate)
+PARTIAL = {
+    "ix_reconciliation_item_exceptions": ("exception", "exception = 1"),
+    "ix_reconciliation_item_pending": ("status = 'pending'", "status = 'pending'"),
+    "ix_reconciliation_item_carried": ("carried IS NOT NULL", "carried IS NOT NULL"),
+}
+
 
 def upgrade() -> None:
     op.drop_index("ix_reconciliation_item_run_exception", table_name="reconciliation_item")
-    op.create_index(
-        "ix_reconciliation_item_exceptions",
-        "reconciliation_item",
-        ["run_id"],
-        postgresql_where=sa.text("exception"),
-        sqlite_where=sa.text("exception = 1"),
-    )
+    for name, (postgresql, sqlite) in PARTIAL.items():
+        op.create_index(
+            name,
+            "reconciliation_item",
+            ["run_id"],
+            postgresql_where=sa.text(postgresql),
+            sqlite_where=sa.text(sqlite),
+        )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_reconciliation_item_exceptions", table_name="reconciliation_item")
+    for name in PARTIAL:
+        op.drop_index(name, table_name="reconciliation_item")
     op.create_index(
         "ix_reconciliation_item_run_exception", "reconciliation_item", ["run_id", "exception"]
     )
