@@ -73,10 +73,9 @@ class RunContext:
         now: datetime,
         statement_known: bool,
         judging: Judging | None = None,
-        parallel: bool = False,
     ) -> RunContext:
         start, end = business_day_bounds(day)
-        return cls(run_id, day, start, end, now, statement_known, judging or Judging(), parallel)
+        return cls(run_id, day, start, end, now, statement_known, judging or Judging())
 
     @property
     def as_of(self) -> datetime:
