@@ -384,7 +384,12 @@ class ExpectedPayment(ExpectedPaymentBase, LatestState, table=True):
     """What the merchant expects to be paid: a charge or an invoice, polled from the API."""
 
     __tablename__ = "expected_payment"
-    __table_args__ = (UniqueConstraint("kind", "ref", name="uq_expected_payment"),)
+    __table_args__ = (
+        UniqueConstraint("kind", "ref", name="uq_expected_payment"),
+        # The day's charges are those created or due that day (migration 0021).
+        Index("ix_expected_payment_created", "created_at_provider"),
+        Index("ix_expected_payment_due", "due_date"),
+    )
 
 
 class StatementEntryBase(SQLModel):

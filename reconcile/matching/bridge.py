@@ -30,6 +30,7 @@ from reconcile.matching.context import (
     REFUND_SENT,
     RunContext,
     in_categories,
+    items_of,
 )
 from reconcile.matching.infractions import case_of_line
 from reconcile.matching.movements import pix_time, refund_time
@@ -182,7 +183,7 @@ def _webhook_and_api(
         select(
             func.sum(case((inbox.c.webhook_count > 0, amount), else_=0)),
             func.sum(case((counted, amount), else_=0)),
-        ).select_from(rows.outerjoin(inbox, inbox.c.id == inbox_id))
+        ).select_from(rows.outerjoin(inbox, items_of(session, inbox, inbox_id)))
     ).one()
     return _cents(webhook), _cents(api)
 
@@ -279,7 +280,12 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
         select(
             func.sum(case((inbox.c.webhook_count > 0, cases.c.debited_cents), else_=0)),
             func.sum(case((read_from_api, cases.c.debited_cents), else_=0)),
-        ).select_from(cases.outerjoin(inbox, inbox.c.id == cases.c.inbox_item_id))
+        ).select_from(
+            cases.outerjoin(
+                inbox,
+                items_of(session, inbox, cases.c.inbox_item_id),
+            )
+        )
     ).one()
     figures["med_debits"] = (
         med_refunds[0] + _cents(case_webhook),

@@ -3,11 +3,13 @@ money the API stands behind (confirmed) counts as paid."""
 
 from __future__ import annotations
 
-from sqlalchemy import String, and_, exists, func, literal, or_, select
+from sqlalchemy import String, and_, func, literal, or_, select, true, union
+from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
-from reconcile.db import table_of
+from reconcile.db import dialect_of, table_of
 from reconcile.matching.context import RunContext
+from reconcile.matching.movements import pix_time, refund_time
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import Confirmation, ExpectedPayment, PixReceived, PixRefund
 
@@ -17,35 +19,68 @@ COUNTED = Confirmation.counted()
 def match_charges(session: Session, ctx: RunContext) -> None:
     E, P, R = table_of(ExpectedPayment), table_of(PixReceived), table_of(PixRefund)
     # A charge belongs to every day that concerns it: the day it was created, the day it
-    # falls due, and any day a Pix paid it. The last is asked charge by charge, by its
-    # txid, and only of charges neither created nor due that day: a list of the day's
-    # txids to look each charge up in has a million entries, too many to hash, and
-    # searched from end to end for every charge it costs minutes.
-    paid_today = exists().where(
-        P.c.txid == E.c.txid, ctx.within(func.coalesce(P.c.horario, P.c.created_at))
+    # falls due, and any day a Pix paid it. Each is found through an index of its own, so
+    # the run reads the day's charges, not every charge the table keeps.
+    day_pix = select(P.c.txid).where(ctx.within(pix_time(P)), P.c.txid.is_not(None))
+    concerned = union(
+        select(E.c.id).where(ctx.within(E.c.created_at_provider)),
+        select(E.c.id).where(E.c.due_date == ctx.day),
+        select(E.c.id).where(E.c.txid.in_(day_pix)),
     )
-    expected = (
-        select(E)
-        .where(or_(ctx.within(E.c.created_at_provider), E.c.due_date == ctx.day, paid_today))
-        .subquery("e")
+    # Read once: the charges are joined three times below.
+    expected = select(E).where(E.c.id.in_(concerned)).cte("e")
+    txids = (
+        select(expected.c.txid)
+        .where(expected.c.txid.is_not(None))
+        .distinct()
+        # In the index's order: each lookup then lands next to the one before, 0.4 s for
+        # the benchmark's 110,000 charges instead of 0.85 s in hash order.
+        .order_by(expected.c.txid)
+        .subquery()
+    )
+    # Every Pix that paid one of the day's charges by the day's end (a Pix of a later day
+    # pays the charge on that day, so re-running this one later gives the same answer),
+    # looked up charge by charge by its txid: matched as a whole, PostgreSQL hashes the
+    # charges against every Pix of every day the table keeps. ``LATERAL … OFFSET 0``
+    # keeps it a lookup there; SQLite joins row by row through the index anyway (and has
+    # no ``LATERAL``).
+    by_txid = select(
+        P.c.end_to_end_id, P.c.amount_cents, P.c.confirmation, P.c.inbox_item_id
+    ).where(pix_time(P) < ctx.end)
+    found: FromClause
+    if dialect_of(session) == "postgresql":
+        found = by_txid.where(P.c.txid == txids.c.txid).offset(0).lateral("found")
+        pairs = txids.join(found, true())
+    else:
+        found = by_txid.add_columns(P.c.txid.label("paid_txid")).subquery("found")
+        pairs = txids.join(found, found.c.paid_txid == txids.c.txid)
+    charged = (
+        select(
+            txids.c.txid,
+            found.c.end_to_end_id,
+            found.c.amount_cents,
+            found.c.confirmation,
+            found.c.inbox_item_id,
+        )
+        .select_from(pairs)
+        .cte("charged")
     )
     paid = (
         select(
-            P.c.txid,
+            charged.c.txid,
             func.count().label("n"),
-            func.sum(P.c.amount_cents).label("cents"),
-            func.min(P.c.inbox_item_id).label("item"),
+            func.sum(charged.c.amount_cents).label("cents"),
+            func.min(charged.c.inbox_item_id).label("item"),
         )
-        # Only the day's charges: the table holds every Pix of every day.
-        .where(P.c.txid.in_(select(expected.c.txid)), P.c.confirmation.in_(COUNTED))
-        .group_by(P.c.txid)
+        .where(charged.c.confirmation.in_(COUNTED))
+        .group_by(charged.c.txid)
         .subquery("paid")
     )
     refunded = (
-        select(P.c.txid, func.sum(R.c.amount_cents).label("cents"))
-        .join(R, R.c.end_to_end_id == P.c.end_to_end_id)
-        .where(R.c.status == "DEVOLVIDO", P.c.txid.is_not(None))
-        .group_by(P.c.txid)
+        select(charged.c.txid, func.sum(R.c.amount_cents).label("cents"))
+        .join(R, R.c.end_to_end_id == charged.c.end_to_end_id)
+        .where(R.c.status == "DEVOLVIDO", refund_time(R) < ctx.end)
+        .group_by(charged.c.txid)
         .subquery("refunded")
     )
     joined = expected.outerjoin(paid, paid.c.txid == expected.c.txid).outerjoin(

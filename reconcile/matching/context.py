@@ -8,6 +8,8 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Subquery, and_, func, or_, select
+from sqlalchemy.sql import FromClause
+from sqlmodel import Session
 
 from reconcile.db import table_of
 from reconcile.models import StatementEntry
@@ -154,3 +156,20 @@ def statement_lines(
         .group_by(column)
         .subquery("s")
     )
+
+
+def items_of(
+    session: Session, inbox: FromClause, item_ids: ColumnElement[int]
+) -> ColumnElement[bool]:
+    """``inbox`` joined by id to rows whose items are ``item_ids`` (a column of a
+    subquery of the day's rows), and read from the lowest of those ids on: implied by the
+    join, and said so because the inbox keeps every day until retention prunes it and its
+    ids grow as items arrive, so from there on is about a day of it however many days it
+    holds. The lowest id is looked up first and given as a value, not as a subquery, so
+    that the planner knows how much of the inbox lies beyond it: with a day or two kept,
+    nearly all of it, which one pass over the table reads faster than its index."""
+    # ``+ 0``: not the column itself, or PostgreSQL would find the lowest by walking that
+    # column's index from its lowest id, through every earlier day, to the first of this.
+    lowest = session.execute(select(func.min(item_ids + 0))).scalar_one()
+    joined = inbox.c.id == item_ids
+    return joined if lowest is None else and_(joined, inbox.c.id >= lowest)

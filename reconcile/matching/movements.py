@@ -18,6 +18,7 @@ from reconcile.matching.context import (
     RECEIVED,
     REFUND_SENT,
     RunContext,
+    items_of,
     statement_lines,
 )
 from reconcile.matching.parallel import WHOLE, KeyRange, is_big, run_ranges, split_at_median
@@ -89,27 +90,36 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
     R = table_of(PixRefund)
     refunded = (
         select(R.c.end_to_end_id.label("e2e"), func.sum(R.c.amount_cents).label("cents"))
-        .where(R.c.status == "DEVOLVIDO")
+        # As of the day's end, as everything a day is judged by.
+        .where(R.c.status == "DEVOLVIDO", refund_time(R) < ctx.end)
         .group_by(R.c.end_to_end_id)
         .subquery("refunded")
     )
     ref = func.coalesce(p.c.e2e, s.c.e2e)
+    item = inbox.alias("item")
     joined = (
         p.join(s, p.c.e2e == s.c.e2e, full=True)
         .outerjoin(earlier, earlier.c.e2e == s.c.e2e)
         .outerjoin(refunded, refunded.c.e2e == p.c.e2e)
         .outerjoin(
-            inbox,
+            item,
             and_(
-                inbox.c.key == literal("pix:", String) + ref,
-                # Implied by the line above; said so that each range hashes its own part
-                # of the inbox rather than all of it.
-                *keys.holds(inbox.c.key, prefix="pix:"),
+                items_of(session, item, p.c.inbox_item_id),
+                # Implied by the line above; said so that only the items of this range
+                # are joined.
+                *keys.holds(item.c.key, prefix="pix:"),
             ),
         )
     )
-    webhooks = func.coalesce(inbox.c.webhook_count, 0)
-    polls = func.coalesce(inbox.c.poll_count, 0)
+
+    def lost(column: ColumnElement[Any]) -> ColumnElement[Any]:
+        """A line nobody notified may still have an item (one that could not be
+        processed): looked up by key, for those few lines only."""
+        found = select(column).where(inbox.c.key == literal("pix:", String) + s.c.e2e)
+        return case((p.c.e2e.is_(None), found.scalar_subquery()), else_=null())
+
+    webhooks = func.coalesce(item.c.webhook_count, lost(inbox.c.webhook_count), 0)
+    polls = func.coalesce(item.c.poll_count, lost(inbox.c.poll_count), 0)
     booked = s.c.e2e.is_not(None)
     pending = p.c.confirmation == Confirmation.PENDING.value
     refunded_cents = func.coalesce(refunded.c.cents, 0)
@@ -181,7 +191,7 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
         expected=func.coalesce(p.c.confirmed_amount_cents, s.c.cents),
         actual=p.c.amount_cents,
         source=_source(webhooks, polls),
-        inbox_item_id=func.coalesce(p.c.inbox_item_id, inbox.c.id),
+        inbox_item_id=func.coalesce(p.c.inbox_item_id, lost(inbox.c.id)),
         statement_id=s.c.sid,
         where=or_(p.c.e2e.is_not(None), s.c.booked < ctx.end),
         carried=carried(p.c.e2e, s.c.booked, ctx),
@@ -243,7 +253,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
     joined = (
         r.join(s, r.c.rtr_id == s.c.rtr, full=True)
         .outerjoin(earlier, earlier.c.rtr == s.c.rtr)
-        .outerjoin(inbox, inbox.c.id == r.c.inbox_item_id)
+        .outerjoin(inbox, items_of(session, inbox, r.c.inbox_item_id))
     )
     webhooks = func.coalesce(inbox.c.webhook_count, 0)
     polls = func.coalesce(inbox.c.poll_count, 0)

@@ -28,13 +28,33 @@ def test_migrations_create_exactly_the_models(engine: Engine) -> None:
     assert head_revision(engine) is not None
 
 
-def test_a_days_pix_are_found_by_when_they_happened(engine: Engine) -> None:
-    """The index the matchers' day filter needs (migration 0019) is there and used."""
-    query = (
-        "SELECT id FROM pix_received WHERE coalesce(horario, created_at) >= :start "
-        "AND coalesce(horario, created_at) < :end"
-    )
-    window = {"start": "2026-03-10 03:00:00+00", "end": "2026-03-11 03:00:00+00"}
+@pytest.mark.parametrize(
+    ("index", "query"),
+    [
+        (
+            # Migration 0019: the matchers' day filter.
+            "ix_pix_received_happened",
+            "SELECT id FROM pix_received WHERE coalesce(horario, created_at) >= :start "
+            "AND coalesce(horario, created_at) < :end",
+        ),
+        # Migration 0021: the charges created, and those due, on the day.
+        (
+            "ix_expected_payment_created",
+            "SELECT id FROM expected_payment WHERE created_at_provider >= :start "
+            "AND created_at_provider < :end",
+        ),
+        ("ix_expected_payment_due", "SELECT id FROM expected_payment WHERE due_date = :day"),
+    ],
+)
+def test_a_days_rows_are_found_by_an_index_of_the_day(
+    engine: Engine, index: str, query: str
+) -> None:
+    """The indexes the matchers' day filters need are there and used."""
+    window = {
+        "start": "2026-03-10 03:00:00+00",
+        "end": "2026-03-11 03:00:00+00",
+        "day": "2026-03-10",
+    }
     with engine.connect() as connection:
         if engine.dialect.name == "postgresql":
             connection.execute(text("SET enable_seqscan = off"))
@@ -42,7 +62,7 @@ def test_a_days_pix_are_found_by_when_they_happened(engine: Engine) -> None:
         else:
             plan = connection.execute(text("EXPLAIN QUERY PLAN " + query), window)
         shown = " ".join(str(row) for row in plan)
-    assert "ix_pix_received_happened" in shown
+    assert index in shown
 
 
 def _plan(engine: Engine, query: Select[Any]) -> str:
