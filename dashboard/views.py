@@ -83,6 +83,7 @@ def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[
             row["expected_cents"],
             row["actual_cents"],
             row["refund_by"],
+            ref=row["ref"],
         )
     # Ages count to today here: this is the work queue, not a day's report.
     add_lifecycle(session, rows, as_of=business_today())

@@ -19,6 +19,23 @@ def differs(status: str) -> str:
     return DIFFERS.get(status, "status")
 
 
+# The ``ref`` of a payout return's verdict (``reconcile.matching.payouts``).
+RETURN_REF = "return:"
+
+
+def _about_a_return(status: str, expected: int | None, actual: int | None) -> str:
+    if status == "missing_webhook":
+        return (
+            f"ask the provider which payout the {brl(expected)} credited as a return belongs "
+            "to, and pay nobody again until you know"
+        )
+    if status == "unconfirmed_webhook":
+        return f"do not count this return of {brl(actual)}: the provider does not stand behind it"
+    if status == "amount_mismatch":
+        return f"ask the provider: a return of {brl(actual)}, credited as {brl(expected)}"
+    return f"ask the provider why the return of {brl(actual)} was not credited as notified"
+
+
 def _by(refund_by: date | None) -> str:
     return f" before {br_date(refund_by)}" if refund_by is not None else ""
 
@@ -29,8 +46,11 @@ def suggested_action(
     expected: int | None,
     actual: int | None,
     refund_by: date | None = None,
+    ref: str = "",
 ) -> str:
     gap = abs((actual or 0) - (expected or 0))
+    if subject == "movement" and ref.startswith(RETURN_REF):
+        return _about_a_return(status, expected, actual)
     if subject == "charge":
         if status == "overpaid":
             return f"refund {brl(gap)} of the overpaid {brl(actual)}{_by(refund_by)}"

@@ -295,7 +295,12 @@ def _described(
             "refund_by": one(row.refund_by.isoformat()) if row.refund_by is not None else None,
             "action": one(
                 suggested_action(
-                    row.subject, row.status, row.expected_cents, row.actual_cents, row.refund_by
+                    row.subject,
+                    row.status,
+                    row.expected_cents,
+                    row.actual_cents,
+                    row.refund_by,
+                    ref=row.ref,
                 )
             ),
             **dict.fromkeys(REFERENCE_FIELDS),

@@ -280,6 +280,33 @@ class AccountMovement(AccountMovementBase, LatestState, Confirmable, table=True)
     __table_args__ = (UniqueConstraint("type", "reference", name="uq_account_movement"),)
 
 
+class PayoutReturnBase(SQLModel):
+    payout_key: str = Field(
+        max_length=100, index=True, description="the payout's idempotencyKey, else its reference"
+    )
+    ref: str = Field(
+        max_length=120, description="the return's endToEndId, else the payout key and its place"
+    )
+    end_to_end_id: str | None = Field(default=None, max_length=64)
+    status: str | None = Field(default=None, max_length=32)
+    amount_cents: int | None = Field(default=None, sa_type=BigInteger)
+    returned_at: datetime = Field(
+        sa_type=UtcDateTime,
+        index=True,
+        description="refunds[].createdAt, else when a notification or poll first listed it",
+    )
+
+
+class PayoutReturn(PayoutReturnBase, LatestState, table=True):
+    """One return of a settled payout (the receiver sent money back): a movement of the
+    day it happened, whatever the day of the payout it returns. A payout's notification
+    lists its returns (``refunds[]``); each is kept here once, so that each day counts the
+    returns of that day, and a payout's own day judges it as of its end."""
+
+    __tablename__ = "payout_return"
+    __table_args__ = (UniqueConstraint("ref", name="uq_payout_return"),)
+
+
 class InfractionBase(SQLModel):
     infraction_id: str = Field(max_length=100)
     status: str = Field(max_length=32)

@@ -45,7 +45,7 @@ from reconcile.matching.judgement import (
 )
 from reconcile.matching.movements import is_big_day, match_received, match_refunds
 from reconcile.matching.parallel import alongside
-from reconcile.matching.payouts import match_payouts
+from reconcile.matching.payouts import match_payout_returns, match_payouts
 from reconcile.matching.totals import balance_drift
 from reconcile.metrics import RECONCILIATION_RUNS
 from reconcile.models import (
@@ -65,6 +65,7 @@ MATCHERS: list[tuple[str, Callable[[Session, RunContext], None]]] = [
     ("recurrence cycles", judge_missed_cycles),
     ("amounts due", flag_disagreeing_components),
     ("payouts", match_payouts),
+    ("payout returns", match_payout_returns),
     ("infractions", match_infractions),
 ]
 # Statement lines nobody explains, and the bridge's figures from the source tables: they

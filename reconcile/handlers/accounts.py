@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from reconcile.db import dialect_of, insert_for, table_of
 from reconcile.handlers.common import (
     PermanentItemError,
     parse_payload,
@@ -14,7 +15,14 @@ from reconcile.handlers.common import (
     upsert_latest,
     validate,
 )
-from reconcile.models import AccountMovement, Confirmation, InboxItem, Infraction, Source
+from reconcile.models import (
+    AccountMovement,
+    Confirmation,
+    InboxItem,
+    Infraction,
+    PayoutReturn,
+    Source,
+)
 from reconcile.money import InvalidAmount, parse_amount, to_cents
 from reconcile.payloads import UNKNOWN_STATUS
 from reconcile.payloads.accounts import (
@@ -115,6 +123,45 @@ def handle_movement(session: Session, item: InboxItem) -> None:
             "inbox_item_id": item.id,
             **_confirmation(item, to_cents(amount) if amount is not None else None),
         },
+    )
+    if kind in ("TRANSFER", "CASHOUT") or (kind == "REFUND" and data.idempotencyKey):
+        _store_returns(session, item, data.idempotencyKey or reference, data)
+
+
+def _store_returns(session: Session, item: InboxItem, key: str, data: MovementData) -> None:
+    """Each return a payout's notification lists, once: a later notification listing it
+    again may change its status or amount, never the day it happened nor the item that
+    first brought it (the refunds matcher and the bridge count it on that day)."""
+    rows = {
+        (r.endToEndId or f"{key}#{n}"): {
+            "payout_key": key,
+            "ref": r.endToEndId or f"{key}#{n}",
+            "end_to_end_id": r.endToEndId,
+            "status": r.status,
+            "amount_cents": to_cents(r.pixRefundAmount) if r.pixRefundAmount is not None else None,
+            # Without the provider's time, the day it was first heard of.
+            "returned_at": read_timestamp(r.createdAt) or item.received_at,
+            "rank": MOVEMENT_RANK.get(r.status or "", 0),
+            "inbox_item_id": item.id,
+            "updated_at": utcnow(),
+        }
+        for n, r in enumerate(data.refunds or [], start=1)
+    }
+    if not rows:
+        return
+    table = table_of(PayoutReturn)
+    stmt = insert_for(dialect_of(session))(table)
+    session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[table.c.ref],
+            set_={
+                name: stmt.excluded[name]
+                for name in ("status", "amount_cents", "rank", "updated_at")
+            },
+            where=table.c.rank <= stmt.excluded.rank,
+        ),
+        # One row a return: a statement may not touch the same row twice.
+        list(rows.values()),
     )
 
 

@@ -34,10 +34,16 @@ from reconcile.matching.context import (
 )
 from reconcile.matching.infractions import case_of_line
 from reconcile.matching.movements import pix_time, refund_time
-from reconcile.matching.payouts import PAID_OUT, RETURNED, is_payout, payout_key, payout_time
+from reconcile.matching.payouts import (
+    NOT_PAID,
+    PAID_OUT,
+    RETURN_REF,
+    RETURNED,
+    day_returns,
+    latest_payouts,
+)
 from reconcile.matching.verdicts import COLUMNS, EXCEPTION_PRIORITY
 from reconcile.models import (
-    AccountMovement,
     Confirmation,
     InboxItem,
     Infraction,
@@ -222,7 +228,7 @@ class SourceFigures:
 
 
 def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
-    P, R, M, F = (table_of(m) for m in (PixReceived, PixRefund, AccountMovement, Infraction))
+    P, R, F = (table_of(m) for m in (PixReceived, PixRefund, Infraction))
     statement = _statement_by_category(session, ctx)
     figures: dict[str, tuple[int | None, int | None]] = {}
 
@@ -242,25 +248,36 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
         refunds.c.inbox_item_id,
         refunds.c.confirmation.in_(COUNTED),
     )
-    key = payout_key(M)
-    ranked = (
-        select(
-            M,
-            func.row_number().over(partition_by=key, order_by=M.c.rank.desc()).label("nth"),
-        )
-        .where(is_payout(M), ctx.within(payout_time(M)))
-        .subquery()
-    )
-    payouts = select(ranked).where(ranked.c.nth == 1).subquery()
-    figures["payouts"], figures["payout_returns"] = _webhook_and_api(
+    payouts = latest_payouts(ctx)
+    figures["payouts"], returned_before = _webhook_and_api(
         session,
         payouts,
         [
             case((payouts.c.status.in_(PAID_OUT), payouts.c.amount_cents), else_=0),
-            case((payouts.c.status.in_(RETURNED), payouts.c.refunded_cents), else_=0),
+            # Payouts stored before returns were kept apart: their row's sum, on their day.
+            case(
+                (
+                    and_(payouts.c.status.in_(RETURNED), ~payouts.c.returns_apart),
+                    payouts.c.refunded_cents,
+                ),
+                else_=0,
+            ),
         ],
         payouts.c.inbox_item_id,
         payouts.c.confirmation.in_(COUNTED),
+    )
+    returns = day_returns(ctx)
+    made = or_(returns.c.status.is_(None), returns.c.status.not_in(NOT_PAID))
+    (returned,) = _webhook_and_api(
+        session,
+        returns,
+        [case((made, returns.c.amount_cents), else_=0)],
+        returns.c.inbox_item_id,
+        returns.c.confirmation.in_(COUNTED),
+    )
+    figures["payout_returns"] = (
+        returned_before[0] + returned[0],
+        returned_before[1] + returned[1],
     )
     cases = (
         select(F)
@@ -301,6 +318,7 @@ def day_bridge(
         "pix_received": _carried(session, ctx, "movement", "E%"),
         "refunds_sent": _carried(session, ctx, "movement", "D%"),
         "payouts": _carried(session, ctx, "payout", "%"),
+        "payout_returns": _carried(session, ctx, "movement", RETURN_REF + "%"),
     }
     rows = []
     explained = 0

@@ -26,7 +26,7 @@ from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import Confirmation, InboxItem, PixReceived, PixRefund, StatementEntry
 
 
-def _source(webhooks: ColumnElement[int], polls: ColumnElement[int]) -> ColumnElement[str]:
+def source_of(webhooks: ColumnElement[int], polls: ColumnElement[int]) -> ColumnElement[str]:
     return case(
         (and_(webhooks > 0, polls > 0), "both"),
         (webhooks > 0, "webhook"),
@@ -36,12 +36,17 @@ def _source(webhooks: ColumnElement[int], polls: ColumnElement[int]) -> ColumnEl
 
 
 def carried(
-    ours: ColumnElement[Any], booked: ColumnElement[Any], ctx: RunContext
+    ours: ColumnElement[Any],
+    booked: ColumnElement[Any],
+    ctx: RunContext,
+    the_day_before: ColumnElement[bool],
 ) -> ColumnElement[str]:
-    """``in``: a line booked today for a movement of the day before; ``out``: a movement
-    of the day booked after midnight."""
+    """``in``: a line booked today for a movement of the day before (``the_day_before``:
+    one was found in the date lag before midnight); ``out``: a movement of the day booked
+    after midnight. A line nobody notified is neither: it is the day's exception, and its
+    money stays in the bridge's difference."""
     return case(
-        (ours.is_(None), literal("in", String)),
+        (and_(ours.is_(None), the_day_before), literal("in", String)),
         (booked >= ctx.end, literal("out", String)),
         else_=null(),
     )
@@ -190,11 +195,11 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
         "notified, confirmed and booked",
         expected=func.coalesce(p.c.confirmed_amount_cents, s.c.cents),
         actual=p.c.amount_cents,
-        source=_source(webhooks, polls),
+        source=source_of(webhooks, polls),
         inbox_item_id=func.coalesce(p.c.inbox_item_id, lost(inbox.c.id)),
         statement_id=s.c.sid,
         where=or_(p.c.e2e.is_not(None), s.c.booked < ctx.end),
-        carried=carried(p.c.e2e, s.c.booked, ctx),
+        carried=carried(p.c.e2e, s.c.booked, ctx, earlier.c.e2e.is_not(None)),
         net=case(
             (p.c.e2e.is_(None), null()),
             (refunded_cents >= p.c.amount_cents, 0),
@@ -316,10 +321,10 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         "refund notified and booked",
         expected=s.c.cents,
         actual=r.c.amount_cents,
-        source=_source(webhooks, polls),
+        source=source_of(webhooks, polls),
         inbox_item_id=r.c.inbox_item_id,
         statement_id=s.c.sid,
         where=or_(r.c.ref.is_not(None), s.c.booked < ctx.end),
-        carried=carried(r.c.ref, s.c.booked, ctx),
+        carried=carried(r.c.ref, s.c.booked, ctx, earlier.c.rtr.is_not(None)),
         webhooks=webhooks,
     )

@@ -1,20 +1,38 @@
 """Cash-outs of the day by idempotency key: what was notified or polled against what the
 provider confirmed — by status and amount — and what the statement debited. Only a payout
-the provider stands behind is money out; a forged or unconfirmed one is an exception."""
+the provider stands behind is money out; a forged or unconfirmed one is an exception.
+
+A payout's returns (the receiver sending money back) are movements of the day each
+happened (``payout_return``): a payout is judged on its own day as it stood at that day's
+end, and each return on its day against the statement's credit for it."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ColumnElement, String, and_, func, literal, or_, select
+from sqlalchemy import ColumnElement, String, and_, case, func, literal, or_, select
 from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
+from reconcile import actions
 from reconcile.db import table_of
-from reconcile.matching.context import PAYOUT, RunContext, statement_lines
-from reconcile.matching.movements import booking_verdicts, carried
+from reconcile.matching.context import (
+    PAYOUT,
+    PAYOUT_REFUND,
+    RunContext,
+    items_of,
+    statement_lines,
+)
+from reconcile.matching.movements import booking_verdicts, carried, source_of
 from reconcile.matching.verdicts import Verdict, insert_verdicts
-from reconcile.models import AccountMovement, Confirmation
+from reconcile.models import (
+    AccountMovement,
+    Confirmation,
+    InboxItem,
+    PayoutReturn,
+    StatementEntry,
+)
 
 NOT_PAID = ("REJECTED", "CANCELED")
 RETURNED = ("REFUNDED", "PARTIALLY_REFUNDED")
@@ -38,26 +56,106 @@ def is_payout(M: FromClause) -> ColumnElement[bool]:
     )
 
 
+RETURN_REF = actions.RETURN_REF
+"""The ``ref`` of a return's verdict: ``return:`` and the return's endToEndId."""
+
+
+def returned_by(ctx: RunContext, key: ColumnElement[str]) -> ColumnElement[int]:
+    """What the payout ``key`` had returned by the day's end; null when no return of it
+    was ever listed on its own (payouts stored before returns were kept apart: their
+    row's sum stands)."""
+    X = table_of(PayoutReturn)
+    made = and_(X.c.returned_at < ctx.end, or_(X.c.status.is_(None), X.c.status.not_in(NOT_PAID)))
+    return (
+        select(func.sum(case((made, func.coalesce(X.c.amount_cents, 0)), else_=0)))
+        .where(X.c.payout_key == key)
+        .scalar_subquery()
+    )
+
+
 def latest_payouts(ctx: RunContext) -> FromClause:
-    """The day's payouts, each in its latest known state (the notifications of one payout
-    share its key)."""
+    """The day's payouts, each in its latest known state as of the day's end (the
+    notifications of one payout share its key). A return made after the day's end is
+    not that day's: its notification is left out, and a payout returned later counts as
+    it stood then, settled."""
     M = table_of(AccountMovement)
     key = payout_key(M)
+    returned = returned_by(ctx, key)
     ranked = (
         select(
             key.label("key"),
             M.c.status,
             M.c.amount_cents,
             M.c.refunded_cents,
+            returned.label("returned"),
             M.c.confirmation,
             M.c.inbox_item_id,
             M.c.updated_at,
             func.row_number().over(partition_by=key, order_by=M.c.rank.desc()).label("nth"),
         )
-        .where(is_payout(M), ctx.within(payout_time(M)))
+        .where(
+            is_payout(M),
+            ctx.within(payout_time(M)),
+            # The notification of a return that came after the day's end.
+            ~and_(M.c.type == "REFUND", func.coalesce(returned, -1) == 0),
+        )
         .subquery("ranked")
     )
-    return select(ranked).where(ranked.c.nth == 1).subquery("m")
+    r = ranked
+    kept_apart = and_(r.c.status.in_(RETURNED), r.c.returned.is_not(None))
+    return (
+        select(
+            r.c.key,
+            case(
+                (and_(kept_apart, r.c.returned == 0), literal("LIQUIDATED", String)),
+                (
+                    and_(kept_apart, r.c.returned < r.c.amount_cents),
+                    literal("PARTIALLY_REFUNDED", String),
+                ),
+                (kept_apart, literal("REFUNDED", String)),
+                else_=r.c.status,
+            ).label("status"),
+            r.c.amount_cents,
+            func.coalesce(r.c.returned, r.c.refunded_cents).label("refunded_cents"),
+            r.c.confirmation,
+            r.c.inbox_item_id,
+            r.c.updated_at,
+            # Its returns are rows of their own (``day_returns`` counts them on their days).
+            r.c.returned.is_not(None).label("returns_apart"),
+        )
+        .where(r.c.nth == 1)
+        .subquery("m")
+    )
+
+
+def day_returns(ctx: RunContext, window: ColumnElement[bool] | None = None) -> FromClause:
+    """The payout returns made in the day (or in ``window``), each with the confirmation
+    of its payout's latest notification: the provider stands behind a return when it
+    stands behind the payout's state that lists it."""
+    X, M = table_of(PayoutReturn), table_of(AccountMovement)
+
+    def latest(column: ColumnElement[Any]) -> ColumnElement[Any]:
+        return (
+            select(column)
+            .where(is_payout(M), payout_key(M) == X.c.payout_key)
+            .order_by(M.c.rank.desc(), M.c.id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+
+    return (
+        select(
+            X.c.ref,
+            func.coalesce(X.c.end_to_end_id, X.c.ref).label("e2e"),
+            X.c.status,
+            X.c.amount_cents,
+            X.c.inbox_item_id,
+            latest(M.c.confirmation).label("confirmation"),
+            latest(M.c.updated_at).label("updated_at"),
+        )
+        .where(ctx.within(X.c.returned_at) if window is None else window)
+        .subquery("x")
+    )
 
 
 def match_payouts(session: Session, ctx: RunContext) -> None:
@@ -155,5 +253,112 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         inbox_item_id=m.c.inbox_item_id,
         statement_id=s.c.sid,
         where=or_(m.c.key.is_not(None), s.c.booked < ctx.end),
-        carried=carried(m.c.key, s.c.booked, ctx),
+        carried=carried(m.c.key, s.c.booked, ctx, earlier.c.key.is_not(None)),
+    )
+
+
+def match_payout_returns(session: Session, ctx: RunContext) -> None:
+    """Each return of the day against the statement's credit for it (``PIX_PAYMENT_REFUND``,
+    keyed by the return's endToEndId). A return is money in, a movement like a Pix
+    received: judged in the movements' words, apart from the payouts (whose outcomes are
+    money out)."""
+    S, X, inbox = table_of(StatementEntry), table_of(PayoutReturn), table_of(InboxItem)
+    x = day_returns(ctx)
+    s = statement_lines(
+        ctx, func.coalesce(S.c.end_to_end_id, S.c.idempotency_key), "CREDIT", PAYOUT_REFUND
+    )
+    earlier = (
+        select(func.coalesce(X.c.end_to_end_id, X.c.ref).label("key"))
+        .where(ctx.before(X.c.returned_at))
+        .subquery()
+    )
+    joined = (
+        x.join(s, x.c.e2e == s.c.key, full=True)
+        .outerjoin(earlier, earlier.c.key == s.c.key)
+        .outerjoin(inbox, items_of(session, inbox, x.c.inbox_item_id))
+    )
+    webhooks = func.coalesce(inbox.c.webhook_count, 0)
+    polls = func.coalesce(inbox.c.poll_count, 0)
+    booked = s.c.key.is_not(None)
+    pending = x.c.confirmation == Confirmation.PENDING.value
+    verdicts: list[Verdict] = [
+        (
+            and_(x.c.ref.is_(None), earlier.c.key.is_not(None)),
+            "matched",
+            False,
+            "a payout return of the day before, credited today (carried in)",
+        ),
+        (
+            x.c.ref.is_(None),
+            "missing_webhook",
+            True,
+            "credited in the statement as a payout return, but no return was notified or "
+            "polled: ask the provider which payout it returns",
+        ),
+        (
+            or_(
+                x.c.confirmation.is_(None),
+                x.c.confirmation.in_(
+                    (Confirmation.UNCONFIRMED_WEBHOOK.value, Confirmation.UNVERIFIABLE.value)
+                ),
+            ),
+            "unknown_to_provider",
+            True,
+            "a return notified, but the provider does not stand behind its payout: do not count it",
+        ),
+        (
+            x.c.confirmation == Confirmation.AMOUNT_MISMATCH.value,
+            "amount_mismatch",
+            True,
+            "the provider states another amount for the payout this return belongs to",
+        ),
+        (
+            x.c.confirmation == Confirmation.STATUS_MISMATCH.value,
+            "status_mismatch",
+            True,
+            "the provider states another outcome for the payout this return belongs to",
+        ),
+        (
+            and_(x.c.status.in_(NOT_PAID), booked),
+            "status_mismatch",
+            True,
+            "a return notified as not made, but the statement credited it",
+        ),
+        (x.c.status.in_(NOT_PAID), "matched", False, "a payout return not made: no money moved"),
+        (
+            and_(pending, x.c.updated_at < ctx.confirmed_by),
+            "unconfirmed_webhook",
+            True,
+            "a payout return not confirmed by the provider within the grace period: do not "
+            "count it",
+        ),
+        (
+            pending,
+            "pending",
+            False,
+            "a payout return waiting for the provider to confirm it (inside the grace period)",
+        ),
+        (
+            and_(booked, s.c.cents != x.c.amount_cents),
+            "amount_mismatch",
+            True,
+            "the statement credited another amount for this payout return",
+        ),
+        *booking_verdicts(ctx, booked, "a payout return"),
+    ]
+    insert_verdicts(
+        session,
+        ctx,
+        "movement",
+        literal(RETURN_REF, String) + func.coalesce(x.c.e2e, s.c.key),
+        joined,
+        verdicts,
+        "a payout return, notified and credited",
+        expected=s.c.cents,
+        actual=x.c.amount_cents,
+        source=source_of(webhooks, polls),
+        inbox_item_id=x.c.inbox_item_id,
+        statement_id=s.c.sid,
+        where=or_(x.c.ref.is_not(None), s.c.booked < ctx.end),
+        carried=carried(x.c.ref, s.c.booked, ctx, earlier.c.key.is_not(None)),
     )

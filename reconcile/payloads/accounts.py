@@ -95,12 +95,17 @@ class Account(Tolerant):
 
 
 class RefundInfo(Tolerant):
-    EXPECT = {"status": one_of(*MOVEMENT_STATUSES)}
+    """One return of a payout (or refund of a Pix received) as a movement lists it.
+    ``createdAt`` is not in the documented shape; when a provider sends it, it says on
+    which day the return happened."""
+
+    EXPECT = {"status": one_of(*MOVEMENT_STATUSES), "createdAt": timestamp()}
 
     endToEndId: str | None = None
     status: str | None = None
     errorCode: str | None = None
     pixRefundAmount: Amount | None = None
+    createdAt: str | None = None
 
 
 class Identified(Tolerant):

@@ -106,3 +106,23 @@ def test_a_line_booked_today_for_a_pix_of_the_day_before_keeps_that_pix_s_item(
     assert carried.inbox_item_id == items["pix:" + late]
     own = verdicts[("movement", today)]
     assert (own.source, own.inbox_item_id) == ("webhook", items["pix:" + today])
+
+
+def test_a_line_nobody_notified_is_the_day_s_exception_not_carried_in(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    known = book.pix(2_000, "10:00")
+    book.confirm_all_pix()
+    # Booked just after midnight, like a carried-in line, but no Pix of the day before
+    # explains it.
+    unknown = "E99999999202603100000abcdefgh999"
+    book.line("PIX_RECEIVED", 3_000, "00:01", credit=True, endToEndId=unknown)
+    book.line("PIX_RECEIVED", 2_000, "10:01", credit=True, endToEndId=known)
+    result = reconcile_day(engine, PAST, now=AFTER)
+
+    verdict = verdicts_of(engine, result)[("movement", unknown)]
+    assert (verdict.status, verdict.exception, verdict.carried) == ("missing_webhook", True, None)
+    assert result.summary["carried_in"] == []
+    received = next(
+        row for row in result.summary["bridge"]["categories"] if row["category"] == "pix_received"
+    )
+    assert (received["carried_in_cents"], received["difference_cents"]) == (0, 3_000)

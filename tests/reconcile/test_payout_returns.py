@@ -1,0 +1,260 @@
+"""A payout's returns (the receiver sends the money back) are movements of the day each
+happened: matched there against the statement's credit for it, counted in that day's
+bridge, and never again on the payout's own day, whose answer stays what it was at its
+end. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select, update
+from sqlmodel import col
+
+from reconcile.cases import case_rows
+from reconcile.db import session_scope
+from reconcile.matching.judgement import DayVerdict
+from reconcile.models import AccountMovement, Confirmation, InboxItem, PayoutReturn, Source
+from reconcile.nightly import NightlyResult, reconcile_day
+from reconcile.payloads.accounts import accounts_items
+from reconcile.timeutil import as_utc, business_day_bounds
+from tests.reconcile.day_book import DayBook, reais, verdicts_of
+
+PAST = date(2026, 3, 10)
+AFTER = business_day_bounds(PAST)[1] + timedelta(hours=2)
+KEY = "po-supplier-0310"
+PAYOUT_E2E = "E11111111202603101000abcdefghij1"
+FIRST = "D22222222202603101500abcdefghij1"
+SECOND = "D22222222202603110900abcdefghij2"
+
+
+def _confirm(engine: Engine) -> None:
+    """What the confirm job does when the accounts API knows every notified movement."""
+    with session_scope(engine) as session:
+        session.execute(
+            update(AccountMovement)
+            .where(AccountMovement.confirmation == Confirmation.PENDING.value)  # type: ignore[arg-type]
+            .values(confirmation=Confirmation.CONFIRMED.value)
+        )
+
+
+def _returned(
+    book: DayBook,
+    data: dict[str, Any],
+    returns: list[tuple[str, int, str]],
+    kind: str = "REFUND",
+) -> None:
+    """The payout's notification of a return (``REFUND``, or the payout's own ``TRANSFER``
+    in its new state), listing every return so far (as the provider's payout shape does),
+    each with its own time."""
+    total = sum(cents for _, cents, _ in returns)
+    listed = [
+        {
+            "endToEndId": e2e,
+            "status": "LIQUIDATED",
+            "pixRefundAmount": reais(cents),
+            "createdAt": book.at(clock, day).isoformat(),
+        }
+        for e2e, cents, (clock, day) in ((e, c, _when(book, w)) for e, c, w in returns)
+    ]
+    status = "REFUNDED" if total >= 10_000 else "PARTIALLY_REFUNDED"
+    items = accounts_items({"type": kind, "data": {**data, "status": status, "refunds": listed}})
+    book._store(items, Source.WEBHOOK)
+
+
+def _when(book: DayBook, when: str) -> tuple[str, date]:
+    """``HH:MM`` on the book's day, or ``-1 HH:MM`` on the day before."""
+    if when.startswith("-1 "):
+        return when[3:], book.day - timedelta(days=1)
+    return when, book.day
+
+
+def _bridge(result: NightlyResult, category: str) -> dict[str, Any]:
+    rows = result.summary["bridge"]["categories"]
+    return next(row for row in rows if row["category"] == category)
+
+
+def _figures(result: NightlyResult) -> list[tuple[Any, ...]]:
+    return [
+        (
+            row["category"],
+            row["webhook_cents"],
+            row["api_cents"],
+            row["statement_cents"],
+            row["difference_cents"],
+        )
+        for row in (_bridge(result, "payouts"), _bridge(result, "payout_returns"))
+    ]
+
+
+def test_a_payout_returned_the_next_days_is_judged_on_each_day_as_of_its_end(
+    engine: Engine,
+) -> None:
+    book = DayBook(engine, PAST)
+    data = book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E)
+    book.transfer(data)
+    book.line(
+        "PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=KEY, endToEndId=PAYOUT_E2E
+    )
+    # A first part returned the same afternoon.
+    _returned(book, data, [(FIRST, 4_000, "15:00")])
+    book.line(
+        "PIX_PAYMENT_REFUND",
+        4_000,
+        "15:01",
+        credit=True,
+        idempotencyKey=KEY,
+        endToEndId=FIRST,
+        originalEndToEndId=PAYOUT_E2E,
+    )
+    _confirm(engine)
+    day = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = verdicts_of(engine, day)
+
+    assert day.verdict == DayVerdict.RECONCILED
+    payout = verdicts[("payout", KEY)]
+    assert (payout.status, payout.actual_cents) == ("refunded", 10_000)
+    first = verdicts[("movement", "return:" + FIRST)]
+    assert (first.status, first.exception) == ("matched", False)
+    assert (first.expected_cents, first.actual_cents) == (4_000, 4_000)
+    assert _figures(day) == [
+        ("payouts", 10_000, 10_000, 10_000, 0),
+        ("payout_returns", 4_000, 4_000, 4_000, 0),
+    ]
+
+    # The rest comes back the next morning.
+    after = book.next_day()
+    _returned(after, data, [(FIRST, 4_000, "-1 15:00"), (SECOND, 6_000, "09:00")])
+    after.line(
+        "PIX_PAYMENT_REFUND",
+        6_000,
+        "09:01",
+        credit=True,
+        idempotencyKey=KEY,
+        endToEndId=SECOND,
+        originalEndToEndId=PAYOUT_E2E,
+    )
+    _confirm(engine)
+    next_day = reconcile_day(engine, PAST + timedelta(days=1), now=AFTER + timedelta(days=1))
+    later = verdicts_of(engine, next_day)
+    assert next_day.verdict == DayVerdict.RECONCILED
+    second = later[("movement", "return:" + SECOND)]
+    assert (second.status, second.exception, second.actual_cents) == ("matched", False, 6_000)
+    # Only the return of the day: the payout and its first return belong to the day before.
+    assert set(later) == {("movement", "return:" + SECOND)}
+    assert _figures(next_day) == [
+        ("payouts", 0, 0, 0, 0),
+        ("payout_returns", 6_000, 6_000, 6_000, 0),
+    ]
+
+    again = reconcile_day(engine, PAST, now=AFTER + timedelta(days=3))
+    assert again.verdict == day.verdict
+    assert _figures(again) == _figures(day)
+    assert {
+        ref: (v.status, v.exception, v.expected_cents, v.actual_cents)
+        for ref, v in verdicts_of(engine, again).items()
+    } == {
+        ref: (v.status, v.exception, v.expected_cents, v.actual_cents)
+        for ref, v in verdicts.items()
+    }
+
+
+@pytest.mark.parametrize("kind", ["REFUND", "TRANSFER"])
+def test_a_payout_returned_only_days_later_was_settled_on_its_day(
+    engine: Engine, kind: str
+) -> None:
+    book = DayBook(engine, PAST)
+    data = book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E)
+    book.transfer(data)
+    book.line(
+        "PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=KEY, endToEndId=PAYOUT_E2E
+    )
+    _confirm(engine)
+    day = reconcile_day(engine, PAST, now=AFTER)
+
+    later = DayBook(engine, PAST + timedelta(days=2), book.balance)
+    _returned(later, data, [(SECOND, 10_000, "09:00")], kind)
+    if kind == "TRANSFER":
+        # The payout's own row now holds its new state, which waits for its look-up like
+        # any notified state; a REFUND notification is a row of its own and is asked about
+        # the day before while still unconfirmed.
+        _confirm(engine)
+    again = reconcile_day(engine, PAST, now=AFTER + timedelta(days=2))
+    payout = verdicts_of(engine, again)[("payout", KEY)]
+    assert (payout.status, payout.exception) == ("settled", False)
+    assert again.verdict == day.verdict == DayVerdict.RECONCILED
+    assert _figures(again) == _figures(day)
+
+
+def test_a_return_credited_without_a_notified_one_is_an_exception(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    book.line(
+        "PIX_PAYMENT_REFUND",
+        2_500,
+        "09:01",
+        credit=True,
+        idempotencyKey="po-nobody-told-us",
+        endToEndId=SECOND,
+        originalEndToEndId=PAYOUT_E2E,
+    )
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdict = verdicts_of(engine, result)[("movement", "return:" + SECOND)]
+    assert (verdict.status, verdict.exception, verdict.expected_cents) == (
+        "missing_webhook",
+        True,
+        2_500,
+    )
+    assert result.verdict == DayVerdict.BREAKS
+    assert _bridge(result, "payout_returns")["difference_cents"] == 2_500
+    with session_scope(engine) as session:
+        (case,) = case_rows(session, day=PAST)
+    assert case["ref"] == "return:" + SECOND
+    assert case["action"] == (
+        "ask the provider which payout the R$ 25,00 credited as a return belongs to, and pay "
+        "nobody again until you know"
+    )
+
+
+def test_a_return_the_statement_never_credits_is_an_exception(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    data = book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E)
+    book.transfer(data)
+    book.line(
+        "PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=KEY, endToEndId=PAYOUT_E2E
+    )
+    _returned(book, data, [(FIRST, 10_000, "15:00")])
+    _confirm(engine)
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdict = verdicts_of(engine, result)[("movement", "return:" + FIRST)]
+    assert (verdict.status, verdict.exception, verdict.actual_cents) == (
+        "status_mismatch",
+        True,
+        10_000,
+    )
+    assert result.verdict == DayVerdict.BREAKS
+
+
+def test_each_return_is_kept_once_dated_by_its_own_time_else_when_first_listed(
+    engine: Engine,
+) -> None:
+    book = DayBook(engine, PAST)
+    data = book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E)
+    undated = {"endToEndId": FIRST, "status": "LIQUIDATED", "pixRefundAmount": "40.00"}
+    first = {**data, "status": "PARTIALLY_REFUNDED", "refunds": [undated]}
+    book._store(accounts_items({"type": "REFUND", "data": first}), Source.WEBHOOK)
+    with session_scope(engine) as session:
+        heard = session.execute(select(col(InboxItem.received_at))).scalars().one()
+    dated = {**undated, "endToEndId": SECOND, "pixRefundAmount": "60.00"}
+    dated["createdAt"] = book.at("16:00").isoformat()
+    both = {**data, "status": "REFUNDED", "refunds": [undated, dated]}
+    book._store(accounts_items({"type": "REFUND", "data": both}), Source.POLL)
+
+    with session_scope(engine) as session:
+        rows = session.execute(select(PayoutReturn).order_by(col(PayoutReturn.ref))).scalars().all()
+        kept = [(r.payout_key, r.ref, r.amount_cents, as_utc(r.returned_at)) for r in rows]
+    assert kept == [
+        # Listed again by the second notification: still dated when first heard of.
+        (KEY, FIRST, 4_000, as_utc(heard)),
+        (KEY, SECOND, 6_000, book.at("16:00")),
+    ]
