@@ -489,6 +489,19 @@ SELECT :base + m.n, 'webhook', 'accounts.' || lower(m.type),
 FROM bench_movement AS m
 """
 
+# The returns of the refunded payouts, one each, as the worker keeps them (the statement
+# credits them a minute after the payout, with the same endToEndId).
+INSERT_PAYOUT_RETURN = f"""
+INSERT INTO payout_return (rank, inbox_item_id, updated_at, payout_key, ref, end_to_end_id,
+    status, amount_cents, returned_at)
+SELECT 2, :base + m.n, m.at, m.key,
+       'D18236120' || {minute("m.at")} || 'R' || lpad(m.k::text, 10, '0'),
+       'D18236120' || {minute("m.at")} || 'R' || lpad(m.k::text, 10, '0'),
+       'LIQUIDATED', m.amount, least(m.at + interval '30 seconds', {LAST_INSTANT})
+FROM bench_movement AS m
+WHERE m.type = 'TRANSFER' AND m.status = 'REFUNDED'
+"""
+
 INSERT_MOVEMENT = """
 INSERT INTO account_movement (type, reference, movement_id, idempotency_key, end_to_end_id,
     status, error_code, amount_cents, refunded_cents, credit_debit_type, provider_created_at,
@@ -692,6 +705,7 @@ def generate(
     step("inbox_item: charges", INSERT_CHARGE_INBOX, "inbox_item", base=base)
     base += step("expected_payment", INSERT_CHARGE, "expected_payment", base=base)
     step("inbox_item: payouts", INSERT_MOVEMENT_INBOX, "inbox_item", base=base)
+    step("payout_return", INSERT_PAYOUT_RETURN, "payout_return", base=base)
     base += step("account_movement", INSERT_MOVEMENT, "account_movement", base=base)
     step("inbox_item: infractions", INSERT_INFRACTION_INBOX, "inbox_item", base=base)
     base += step("infraction", INSERT_INFRACTION, "infraction", base=base)

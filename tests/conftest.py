@@ -104,6 +104,23 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     yield request.getfixturevalue("postgres_database_url")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def blank_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database of its own, for a migration to start from an older revision."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'old.db'}"
+        return
+    admin_url = request.getfixturevalue("postgres_admin_url")
+    name = f"pixrecon_refs_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
 @pytest.fixture
 def postgres_database_url(postgres_url: str) -> str:
     """The session's PostgreSQL database, emptied for this test."""

@@ -9,7 +9,6 @@ end, and each return on its day against the statement's credit for it."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import ColumnElement, String, and_, case, func, literal, or_, select
 from sqlalchemy.sql import FromClause
@@ -60,16 +59,19 @@ RETURN_REF = actions.RETURN_REF
 """The ``ref`` of a return's verdict: ``return:`` and the return's endToEndId."""
 
 
-def returned_by(ctx: RunContext, key: ColumnElement[str]) -> ColumnElement[int]:
-    """What the payout ``key`` had returned by the day's end; null when no return of it
-    was ever listed on its own (payouts stored before returns were kept apart: their
-    row's sum stands)."""
+def _returned(ctx: RunContext) -> FromClause:
+    """Per payout key, what its returns had given back by the day's end. A key without
+    any return of its own has no row: a payout stored before returns were kept apart,
+    whose row's sum stands. Returns are few, so all of them are summed at once."""
     X = table_of(PayoutReturn)
     made = and_(X.c.returned_at < ctx.end, or_(X.c.status.is_(None), X.c.status.not_in(NOT_PAID)))
     return (
-        select(func.sum(case((made, func.coalesce(X.c.amount_cents, 0)), else_=0)))
-        .where(X.c.payout_key == key)
-        .scalar_subquery()
+        select(
+            X.c.payout_key.label("key"),
+            func.sum(case((made, func.coalesce(X.c.amount_cents, 0)), else_=0)).label("cents"),
+        )
+        .group_by(X.c.payout_key)
+        .subquery("returned")
     )
 
 
@@ -80,24 +82,25 @@ def latest_payouts(ctx: RunContext) -> FromClause:
     it stood then, settled."""
     M = table_of(AccountMovement)
     key = payout_key(M)
-    returned = returned_by(ctx, key)
+    returned = _returned(ctx)
     ranked = (
         select(
             key.label("key"),
             M.c.status,
             M.c.amount_cents,
             M.c.refunded_cents,
-            returned.label("returned"),
+            returned.c.cents.label("returned"),
             M.c.confirmation,
             M.c.inbox_item_id,
             M.c.updated_at,
             func.row_number().over(partition_by=key, order_by=M.c.rank.desc()).label("nth"),
         )
+        .select_from(M.outerjoin(returned, returned.c.key == key))
         .where(
             is_payout(M),
             ctx.within(payout_time(M)),
             # The notification of a return that came after the day's end.
-            ~and_(M.c.type == "REFUND", func.coalesce(returned, -1) == 0),
+            ~and_(M.c.type == "REFUND", func.coalesce(returned.c.cents, -1) == 0),
         )
         .subquery("ranked")
     )
@@ -128,21 +131,25 @@ def latest_payouts(ctx: RunContext) -> FromClause:
     )
 
 
-def day_returns(ctx: RunContext, window: ColumnElement[bool] | None = None) -> FromClause:
-    """The payout returns made in the day (or in ``window``), each with the confirmation
-    of its payout's latest notification: the provider stands behind a return when it
-    stands behind the payout's state that lists it."""
+def day_returns(ctx: RunContext) -> FromClause:
+    """The payout returns made in the day, each with the confirmation of its payout's
+    latest notification: the provider stands behind a return when it stands behind the
+    payout's state that lists it."""
     X, M = table_of(PayoutReturn), table_of(AccountMovement)
-
-    def latest(column: ColumnElement[Any]) -> ColumnElement[Any]:
-        return (
-            select(column)
-            .where(is_payout(M), payout_key(M) == X.c.payout_key)
-            .order_by(M.c.rank.desc(), M.c.id.desc())
-            .limit(1)
-            .scalar_subquery()
+    key = payout_key(M)
+    today = ctx.within(X.c.returned_at)
+    states = (
+        select(
+            key.label("key"),
+            M.c.confirmation,
+            M.c.updated_at,
+            func.row_number()
+            .over(partition_by=key, order_by=(M.c.rank.desc(), M.c.id.desc()))
+            .label("nth"),
         )
-
+        .where(is_payout(M), key.in_(select(X.c.payout_key).where(today)))
+        .subquery("states")
+    )
     return (
         select(
             X.c.ref,
@@ -150,10 +157,11 @@ def day_returns(ctx: RunContext, window: ColumnElement[bool] | None = None) -> F
             X.c.status,
             X.c.amount_cents,
             X.c.inbox_item_id,
-            latest(M.c.confirmation).label("confirmation"),
-            latest(M.c.updated_at).label("updated_at"),
+            states.c.confirmation,
+            states.c.updated_at,
         )
-        .where(ctx.within(X.c.returned_at) if window is None else window)
+        .select_from(X.outerjoin(states, and_(states.c.key == X.c.payout_key, states.c.nth == 1)))
+        .where(today)
         .subquery("x")
     )
 

@@ -5,15 +5,17 @@ end. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+import json
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, select, text, update
 from sqlmodel import col
 
+from migrations.apply import upgrade
 from reconcile.cases import case_rows
-from reconcile.db import session_scope
+from reconcile.db import create_db_engine, session_scope
 from reconcile.matching.judgement import DayVerdict
 from reconcile.models import AccountMovement, Confirmation, InboxItem, PayoutReturn, Source
 from reconcile.nightly import NightlyResult, reconcile_day
@@ -257,4 +259,45 @@ def test_each_return_is_kept_once_dated_by_its_own_time_else_when_first_listed(
         # Listed again by the second notification: still dated when first heard of.
         (KEY, FIRST, 4_000, as_utc(heard)),
         (KEY, SECOND, 6_000, book.at("16:00")),
+    ]
+
+
+def test_the_migration_keeps_the_returns_of_payouts_stored_before_it(blank_url: str) -> None:
+    engine = create_db_engine(blank_url)
+    upgrade(engine, "0021")
+    heard = datetime(2026, 3, 10, 18, 0, tzinfo=UTC)
+    undated = {"endToEndId": FIRST, "status": "LIQUIDATED", "pixRefundAmount": "40.00"}
+    dated = {
+        "endToEndId": SECOND,
+        "status": "LIQUIDATED",
+        "pixRefundAmount": "60.00",
+        "createdAt": "2026-03-11T09:00:00-03:00",
+    }
+    payload = {"type": "REFUND", "data": {"idempotencyKey": KEY, "refunds": [undated, dated]}}
+    with engine.begin() as connection:
+        item = connection.execute(
+            text(
+                "INSERT INTO inbox_item (source, kind, key, payload, status, received_at, "
+                "last_seen_at, webhook_count, poll_count, attempts) VALUES ('webhook', "
+                "'accounts.refund', 'k', :payload, 'processed', :at, :at, 1, 0, 0) RETURNING id"
+            ),
+            {"payload": json.dumps(payload), "at": heard},
+        ).scalar_one()
+        connection.execute(
+            text(
+                "INSERT INTO account_movement (type, reference, idempotency_key, status, "
+                "amount_cents, refunded_cents, rank, inbox_item_id, updated_at, confirmation, "
+                "check_attempts) VALUES ('REFUND', 'id-1', :key, 'REFUNDED', 10000, 10000, "
+                "4002, :item, :at, 'confirmed', 0)"
+            ),
+            {"key": KEY, "item": item, "at": heard},
+        )
+    upgrade(engine)
+    with session_scope(engine) as session:
+        rows = session.execute(select(PayoutReturn).order_by(col(PayoutReturn.ref))).scalars()
+        kept = [(r.payout_key, r.ref, r.amount_cents, as_utc(r.returned_at)) for r in rows]
+    engine.dispose()
+    assert kept == [
+        (KEY, FIRST, 4_000, heard),
+        (KEY, SECOND, 6_000, datetime(2026, 3, 11, 12, 0, tzinfo=UTC)),
     ]

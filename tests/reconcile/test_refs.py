@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
-from sqlalchemy import Engine, create_engine, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine, select, text
 from sqlmodel import col
 
 from migrations.apply import upgrade
@@ -203,23 +200,6 @@ def test_events_ref_lists_items_and_deliveries(sqlite_template: Path, tmp_path: 
     assert "/webhooks/accounts/receive" in table.stdout
     nothing = run_pixrecon("events", "--ref", "nobody", "--format", "json", cwd=tmp_path, env=env)
     assert json.loads(nothing.stdout) == []
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def blank_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database of its own, for a migration to start from an older revision."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'old.db'}"
-        return
-    admin_url = request.getfixturevalue("postgres_admin_url")
-    name = f"pixrecon_refs_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 def test_the_migration_indexes_items_stored_before_it(blank_url: str) -> None:
