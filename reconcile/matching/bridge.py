@@ -95,7 +95,8 @@ def _line_category(
             and_(
                 credit,
                 in_categories(S.c.category, PAYOUT_REFUND),
-                or_(key.is_not(None), S.c.original_end_to_end_id.is_not(None)),
+                # Whatever the returns matcher keys the line by.
+                or_(e2e.is_not(None), key.is_not(None), S.c.original_end_to_end_id.is_not(None)),
             ),
             literal("payout_returns", String),
         ),

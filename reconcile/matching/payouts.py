@@ -272,9 +272,10 @@ def match_payout_returns(session: Session, ctx: RunContext) -> None:
     money out)."""
     S, X, inbox = table_of(StatementEntry), table_of(PayoutReturn), table_of(InboxItem)
     x = day_returns(ctx)
-    s = statement_lines(
-        ctx, func.coalesce(S.c.end_to_end_id, S.c.idempotency_key), "CREDIT", PAYOUT_REFUND
-    )
+    # A line that names no return of its own is keyed by its payout: unmatched, it is
+    # still this day's exception, never a line nobody looks at.
+    line_key = func.coalesce(S.c.end_to_end_id, S.c.idempotency_key, S.c.original_end_to_end_id)
+    s = statement_lines(ctx, line_key, "CREDIT", PAYOUT_REFUND)
     earlier = (
         select(func.coalesce(X.c.end_to_end_id, X.c.ref).label("key"))
         .where(ctx.before(X.c.returned_at))

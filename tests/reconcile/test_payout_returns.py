@@ -189,19 +189,26 @@ def test_a_payout_returned_only_days_later_was_settled_on_its_day(
     assert _figures(again) == _figures(day)
 
 
-def test_a_return_credited_without_a_notified_one_is_an_exception(engine: Engine) -> None:
+@pytest.mark.parametrize(
+    ("keys", "ref"),
+    [
+        (
+            {"idempotencyKey": "po-nobody-told-us", "endToEndId": SECOND},
+            SECOND,
+        ),
+        ({"endToEndId": SECOND}, SECOND),
+        ({"idempotencyKey": "po-nobody-told-us"}, "po-nobody-told-us"),
+        ({"originalEndToEndId": PAYOUT_E2E}, PAYOUT_E2E),
+    ],
+    ids=["return-and-payout", "return-only", "payout-key-only", "payout-e2e-only"],
+)
+def test_a_return_credited_without_a_notified_one_is_an_exception(
+    engine: Engine, keys: dict[str, str], ref: str
+) -> None:
     book = DayBook(engine, PAST)
-    book.line(
-        "PIX_PAYMENT_REFUND",
-        2_500,
-        "09:01",
-        credit=True,
-        idempotencyKey="po-nobody-told-us",
-        endToEndId=SECOND,
-        originalEndToEndId=PAYOUT_E2E,
-    )
+    book.line("PIX_PAYMENT_REFUND", 2_500, "09:01", credit=True, **keys)
     result = reconcile_day(engine, PAST, now=AFTER)
-    verdict = verdicts_of(engine, result)[("movement", "return:" + SECOND)]
+    verdict = verdicts_of(engine, result)[("movement", "return:" + ref)]
     assert (verdict.status, verdict.exception, verdict.expected_cents) == (
         "missing_webhook",
         True,
@@ -211,7 +218,7 @@ def test_a_return_credited_without_a_notified_one_is_an_exception(engine: Engine
     assert _bridge(result, "payout_returns")["difference_cents"] == 2_500
     with session_scope(engine) as session:
         (case,) = case_rows(session, day=PAST)
-    assert case["ref"] == "return:" + SECOND
+    assert case["ref"] == "return:" + ref
     assert case["action"] == (
         "ask the provider which payout the R$ 25,00 credited as a return belongs to, and pay "
         "nobody again until you know"
