@@ -145,9 +145,9 @@ def _tally(session: Session, run_id: int) -> tuple[dict[str, dict[str, int]], di
 
 
 def _deliveries(by_source: dict[str | None, int], duplicates: int) -> dict[str, int]:
-    """How the day's Pix received and refunds reached pixrecon: by webhook, only by
-    polling, only in the statement; and repeated webhooks (counted, no effect). Delivery
-    facts, not money."""
+    """How the day's movements (Pix received, refunds, payout returns) reached pixrecon:
+    by webhook, only by polling, only in the statement; and repeated webhooks (counted, no
+    effect). Delivery facts, not money."""
     return {
         "by_webhook": by_source.get("webhook", 0) + by_source.get("both", 0),
         "found_only_by_polling": by_source.get("poll", 0),
