@@ -21,6 +21,8 @@ def differs(status: str) -> str:
 
 # The ``ref`` of a payout return's verdict (``reconcile.matching.payouts``).
 RETURN_REF = "return:"
+# The ``ref`` of a bridge category's difference no item explains (``…matching.bridge``).
+UNEXPLAINED_REF = "bridge:"
 
 
 def _about_a_return(status: str, expected: int | None, actual: int | None) -> str:
@@ -91,6 +93,11 @@ def suggested_action(
         if status == "debit_never_came":
             return "ask the provider about the MED debit it announced"
         return f"dispute the MED debit: {brl(actual)} against {brl(expected)} in the case"
+    if subject == "statement" and ref.startswith(UNEXPLAINED_REF):
+        return (
+            f"compare the day's statement with pixrecon's items of this kind (pixrecon "
+            f"export): {brl(gap)} is explained by none of them; report it to pixrecon's team"
+        )
     if subject == "statement":
         return f"ask the provider what the statement line of {brl(actual)} is"
     if subject == "recurrence":

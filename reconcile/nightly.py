@@ -27,6 +27,7 @@ from reconcile.matching.automatico import judge_missed_cycles, judge_recurring_c
 from reconcile.matching.bridge import (
     SourceFigures,
     day_bridge,
+    flag_unexplained_differences,
     match_statement_lines,
     source_figures,
 )
@@ -301,6 +302,7 @@ def reconcile_day(
             annotate_priorities(session, ctx)
             drift = balance_drift(session, ctx)
             bridge = day_bridge(session, ctx, drift, figures)
+            flag_unexplained_differences(session, ctx, bridge)
             _sync_cases(session, ctx)
             open_exceptions = count_cases(session, day)
             counts, deliveries = _tally(session, run_id)

@@ -15,11 +15,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, String, and_, case, func, literal, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    String,
+    and_,
+    case,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+)
 from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
+from reconcile import actions
 from reconcile.db import table_of
+from reconcile.formats import brl
 from reconcile.matching.context import (
     FEE,
     INFRACTION_DEBIT,
@@ -33,6 +46,7 @@ from reconcile.matching.context import (
     items_of,
 )
 from reconcile.matching.infractions import case_of_line
+from reconcile.matching.judgement import is_pending
 from reconcile.matching.movements import pix_time, refund_time
 from reconcile.matching.payouts import (
     NOT_PAID,
@@ -353,3 +367,57 @@ def day_bridge(
         "unexplained_cents": statement.get("other", 0),
         "residual_cents": residual,
     }
+
+
+# The verdicts that can say why a category's figures differ: (subject, ref pattern).
+EXPLAINED_BY: dict[str, tuple[tuple[str, str], ...]] = {
+    "pix_received": (("movement", "E%"),),
+    "refunds_sent": (("movement", "D%"),),
+    "payouts": (("payout", "%"),),
+    "payout_returns": (("movement", RETURN_REF + "%"),),
+    "med_debits": (("movement", "D%"), ("infraction", "%")),
+}
+UNEXPLAINED_REF = actions.UNEXPLAINED_REF
+"""The ``ref`` of a category's difference that no item explains: ``bridge:{category}``."""
+
+
+def flag_unexplained_differences(session: Session, ctx: RunContext, bridge: dict[str, Any]) -> None:
+    """A category whose statement and API figures differ, with no exception and no pending
+    item of its kind to say why, is an exception of its own: pixrecon has no rule for what
+    happened, and the day must not be called reconciled for it."""
+    items = table_of(ReconciliationItem)
+    rows = []
+    for row in bridge["categories"]:
+        difference, kinds = row["difference_cents"], EXPLAINED_BY.get(row["category"])
+        if difference in (0, None) or kinds is None:
+            continue
+        explained = session.execute(
+            select(func.count()).where(
+                items.c.run_id == ctx.run_id,
+                or_(items.c.exception, is_pending(items)),
+                or_(*(and_(items.c.subject == s, items.c.ref.like(p)) for s, p in kinds)),
+            )
+        ).scalar_one()
+        if explained:
+            continue
+        rows.append(
+            {
+                "run_id": ctx.run_id,
+                "subject": "statement",
+                "ref": UNEXPLAINED_REF + row["category"],
+                "status": "unexplained",
+                "exception": True,
+                "reason": (
+                    f"the statement's {row['label']} differ from what the provider's API "
+                    f"stands behind by {brl(difference)}, and no item of the day says why"
+                ),
+                "expected_cents": row["statement_cents"],
+                "actual_cents": (
+                    row["api_cents"] + row["carried_in_cents"] - row["carried_out_cents"]
+                ),
+                "source": "statement",
+                "priority": EXCEPTION_PRIORITY,
+            }
+        )
+    if rows:
+        session.execute(insert(items), rows)

@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select, text, update
+from sqlalchemy import Engine, delete, select, text, update
 from sqlmodel import col
 
 from migrations.apply import upgrade
@@ -308,3 +308,35 @@ def test_the_migration_keeps_the_returns_of_payouts_stored_before_it(blank_url: 
         (KEY, FIRST, 4_000, heard),
         (KEY, SECOND, 6_000, datetime(2026, 3, 11, 12, 0, tzinfo=UTC)),
     ]
+
+
+def test_a_difference_no_item_explains_is_an_exception_not_a_reconciled_day(
+    engine: Engine,
+) -> None:
+    book = DayBook(engine, PAST)
+    data = book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E)
+    book.transfer(data)
+    book.line(
+        "PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=KEY, endToEndId=PAYOUT_E2E
+    )
+    later = DayBook(engine, PAST + timedelta(days=2), book.balance)
+    _returned(later, data, [(SECOND, 10_000, "09:00")])
+    _confirm(engine)
+    # A payout whose returns were never kept apart (stored before they were, its
+    # notification since emptied by retention): only its row's sum is known, which the
+    # bridge counts on the payout's own day, where the statement credited nothing.
+    with session_scope(engine) as session:
+        session.execute(delete(PayoutReturn))
+    result = reconcile_day(engine, PAST, now=AFTER + timedelta(days=2))
+
+    returns = _bridge(result, "payout_returns")
+    assert (returns["api_cents"], returns["statement_cents"]) == (10_000, 0)
+    flagged = verdicts_of(engine, result)[("statement", "bridge:payout_returns")]
+    assert (flagged.status, flagged.exception) == ("unexplained", True)
+    assert (flagged.expected_cents, flagged.actual_cents) == (0, 10_000)
+    assert "differ from what the provider's API stands behind by" in flagged.reason
+    assert result.verdict == DayVerdict.BREAKS
+    with session_scope(engine) as session:
+        (case,) = case_rows(session, day=PAST)
+    assert case["action"].startswith("compare the day's statement with pixrecon's items")
+    assert "R$ 100,00" in case["action"]
