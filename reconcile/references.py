@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Row, or_, select
 from sqlmodel import Session
 
+from reconcile.actions import RETURN_REF
 from reconcile.db import table_of
 from reconcile.masking import mask_document, mask_name
 from reconcile.models import (
@@ -63,6 +64,11 @@ def _add(session: Session, rows: list[dict[str, Any]], entries: Sequence[int | N
         if subject == "movement" and ":" not in ref:
             # A Pix's endToEndId, or a refund's rtrId (resolved to its Pix below).
             e2e[i] = ref
+        elif subject == "movement" and ref.startswith(RETURN_REF):
+            # A payout return: its own endToEndId when its ref is one (32 characters);
+            # else a payout's key, and the statement line's references tell.
+            key = ref.removeprefix(RETURN_REF)
+            e2e[i] = key if len(key) == 32 else None
         elif subject == "movement":
             e2e[i] = ref.split(":", 1)[0]
         elif subject == "charge":

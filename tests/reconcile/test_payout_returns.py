@@ -190,20 +190,21 @@ def test_a_payout_returned_only_days_later_was_settled_on_its_day(
 
 
 @pytest.mark.parametrize(
-    ("keys", "ref"),
+    ("keys", "ref", "e2e"),
     [
         (
             {"idempotencyKey": "po-nobody-told-us", "endToEndId": SECOND},
             SECOND,
+            SECOND,
         ),
-        ({"endToEndId": SECOND}, SECOND),
-        ({"idempotencyKey": "po-nobody-told-us"}, "po-nobody-told-us"),
-        ({"originalEndToEndId": PAYOUT_E2E}, PAYOUT_E2E),
+        ({"endToEndId": SECOND}, SECOND, SECOND),
+        ({"idempotencyKey": "po-nobody-told-us"}, "po-nobody-told-us", None),
+        ({"originalEndToEndId": PAYOUT_E2E}, PAYOUT_E2E, PAYOUT_E2E),
     ],
     ids=["return-and-payout", "return-only", "payout-key-only", "payout-e2e-only"],
 )
 def test_a_return_credited_without_a_notified_one_is_an_exception(
-    engine: Engine, keys: dict[str, str], ref: str
+    engine: Engine, keys: dict[str, Any], ref: str, e2e: str | None
 ) -> None:
     book = DayBook(engine, PAST)
     book.line("PIX_PAYMENT_REFUND", 2_500, "09:01", credit=True, **keys)
@@ -219,6 +220,8 @@ def test_a_return_credited_without_a_notified_one_is_an_exception(
     with session_scope(engine) as session:
         (case,) = case_rows(session, day=PAST)
     assert case["ref"] == "return:" + ref
+    # The reference a person looks the line up by: what the line names.
+    assert case["end_to_end_id"] == e2e
     assert case["action"] == (
         "ask the provider which payout the R$ 25,00 credited as a return belongs to, and pay "
         "nobody again until you know"
