@@ -301,8 +301,7 @@ def match_payout_returns(session: Session, ctx: RunContext) -> None:
             x.c.ref.is_(None),
             "missing_webhook",
             True,
-            "credited in the statement as a payout return, but no return was notified or "
-            "polled: ask the provider which payout it returns",
+            "credited in the statement as a payout return, but no return was notified or polled",
         ),
         (
             or_(
