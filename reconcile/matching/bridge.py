@@ -384,7 +384,11 @@ UNEXPLAINED_REF = actions.UNEXPLAINED_REF
 def flag_unexplained_differences(session: Session, ctx: RunContext, bridge: dict[str, Any]) -> None:
     """A category whose statement and API figures differ, with no exception and no pending
     item of its kind to say why, is an exception of its own: pixrecon has no rule for what
-    happened, and the day must not be called reconciled for it."""
+    happened, and the day must not be called reconciled for it. Without a statement for
+    the day every category differs by what was not booked, and the day is ``incomplete``
+    for that reason already."""
+    if not ctx.statement_known:
+        return
     items = table_of(ReconciliationItem)
     rows = []
     for row in bridge["categories"]:
