@@ -41,6 +41,17 @@ def _confirm(engine: Engine) -> None:
         )
 
 
+def _paid_out(book: DayBook) -> dict[str, Any]:
+    """A payout of R$ 100,00 at 10:00, notified, and debited by the statement a minute
+    later; its notification's data, for the returns to list."""
+    data = book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E)
+    book.transfer(data)
+    book.line(
+        "PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=KEY, endToEndId=PAYOUT_E2E
+    )
+    return data
+
+
 def _returned(
     book: DayBook,
     data: dict[str, Any],
@@ -94,11 +105,7 @@ def test_a_payout_returned_the_next_days_is_judged_on_each_day_as_of_its_end(
     engine: Engine,
 ) -> None:
     book = DayBook(engine, PAST)
-    data = book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E)
-    book.transfer(data)
-    book.line(
-        "PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=KEY, endToEndId=PAYOUT_E2E
-    )
+    data = _paid_out(book)
     # A first part returned the same afternoon.
     _returned(book, data, [(FIRST, 4_000, "15:00")])
     book.line(
@@ -167,11 +174,7 @@ def test_a_payout_returned_only_days_later_was_settled_on_its_day(
     engine: Engine, kind: str
 ) -> None:
     book = DayBook(engine, PAST)
-    data = book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E)
-    book.transfer(data)
-    book.line(
-        "PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=KEY, endToEndId=PAYOUT_E2E
-    )
+    data = _paid_out(book)
     _confirm(engine)
     day = reconcile_day(engine, PAST, now=AFTER)
 
@@ -230,11 +233,7 @@ def test_a_return_credited_without_a_notified_one_is_an_exception(
 
 def test_a_return_the_statement_never_credits_is_an_exception(engine: Engine) -> None:
     book = DayBook(engine, PAST)
-    data = book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E)
-    book.transfer(data)
-    book.line(
-        "PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=KEY, endToEndId=PAYOUT_E2E
-    )
+    data = _paid_out(book)
     _returned(book, data, [(FIRST, 10_000, "15:00")])
     _confirm(engine)
     result = reconcile_day(engine, PAST, now=AFTER)
@@ -317,11 +316,7 @@ def test_a_difference_no_item_explains_is_an_exception_not_a_reconciled_day(
     engine: Engine,
 ) -> None:
     book = DayBook(engine, PAST)
-    data = book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E)
-    book.transfer(data)
-    book.line(
-        "PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=KEY, endToEndId=PAYOUT_E2E
-    )
+    data = _paid_out(book)
     later = DayBook(engine, PAST + timedelta(days=2), book.balance)
     _returned(later, data, [(SECOND, 10_000, "09:00")])
     _confirm(engine)
