@@ -38,6 +38,24 @@ def _about_a_return(status: str, expected: int | None, actual: int | None) -> st
     return f"ask the provider why the return of {brl(actual)} was not credited as notified"
 
 
+def _about_a_payout(status: str, expected: int | None, actual: int | None) -> str:
+    # ``expected`` is what the statement debited, ``actual`` what was notified.
+    if status == "missing_webhook":
+        return (
+            f"ask the provider which payout the {brl(expected)} debited belongs to, and pay "
+            "nobody again until you know"
+        )
+    if status == "unknown_to_provider":
+        return (
+            f"do not count this payout of {brl(actual)}: the provider does not know it; find "
+            "out who sent the notification"
+        )
+    if status == "amount_mismatch":
+        return f"ask the provider why it paid {brl(actual)} instead of {brl(expected)}"
+    paid = actual if actual is not None else expected
+    return f"check the status of the payout of {brl(paid)} with the provider before paying again"
+
+
 def _by(refund_by: date | None) -> str:
     return f" before {br_date(refund_by)}" if refund_by is not None else ""
 
@@ -62,16 +80,12 @@ def suggested_action(
             return f"ask the payer for the missing {brl(gap)}"
         if status in ("unpaid", "expired"):
             return f"follow up with the payer: {brl(expected)} was not paid"
-        return "check the charge's terms with the provider: the Pix itemised another amount"
+        return (
+            f"check the terms of the charge of {brl(expected)} with the provider: the Pix "
+            "itemised another amount"
+        )
     if subject == "payout":
-        if status == "unknown_to_provider":
-            return (
-                "do not count this payout: the provider does not know it; find out who "
-                "sent the notification"
-            )
-        if status == "amount_mismatch":
-            return f"ask the provider why it paid {brl(actual)} instead of {brl(expected)}"
-        return "check the payout's status with the provider before paying again"
+        return _about_a_payout(status, expected, actual)
     if subject == "movement":
         if status == "unconfirmed_webhook":
             # Only the notification names an amount; the API stands behind none.
@@ -84,14 +98,15 @@ def suggested_action(
             )
         if status == "amount_mismatch":
             return f"ask the provider: notified {brl(expected)}, it stands behind {brl(actual)}"
-        return "ask the provider why the statement does not book it"
+        booked = actual if actual is not None else expected
+        return f"ask the provider why the statement does not book the {brl(booked)}"
     if subject == "infraction":
         if status == "open_case":
             return f"answer the MED case before its deadline: {brl(expected)} may be debited"
         if status == "debit_without_case":
             return f"ask the provider which MED case the debit of {brl(actual)} belongs to"
         if status == "debit_never_came":
-            return "ask the provider about the MED debit it announced"
+            return f"ask the provider about the MED debit of {brl(expected)} it announced"
         return f"dispute the MED debit: {brl(actual)} against {brl(expected)} in the case"
     if subject == "statement" and ref.startswith(UNEXPLAINED_REF):
         return (
@@ -101,5 +116,9 @@ def suggested_action(
     if subject == "statement":
         return f"ask the provider what the statement line of {brl(actual)} is"
     if subject == "recurrence":
-        return "create the recurring charge for the next cycle; ask the payer about this one"
+        cycle = f" of {brl(expected)}" if expected is not None else ""
+        return (
+            f"create the recurring charge for the next cycle; ask the payer about this "
+            f"one{cycle}"
+        )
     return "read the reason and the items that decided it"

@@ -20,6 +20,7 @@ from sqlalchemy import func, select
 from sqlmodel import Session
 
 from reconcile.db import table_of
+from reconcile.formats import brl
 from reconcile.logs import get_logger
 from reconcile.matching.context import RunContext
 from reconcile.models import Confirmation, ExpectedPayment, PixReceived, ReconciliationItem
@@ -351,7 +352,7 @@ def flag_disagreeing_components(session: Session, ctx: RunContext) -> None:
                 .values(
                     exception=True,
                     priority=2,
-                    reason=f"{reason}; the Pix's componentesValor say {stated / 100:.2f} was "
-                    f"due, the charge's terms give {due / 100:.2f}: ask the provider",
+                    reason=f"{reason}; the Pix's componentesValor say {brl(stated)} was "
+                    f"due, the charge's terms give {brl(due)}: ask the provider",
                 )
             )

@@ -102,7 +102,10 @@ def _line_category(
             literal("refunds_sent", String),
         ),
         (
-            and_(debit, in_categories(S.c.category, PAYOUT), key.is_not(None)),
+            # Whatever the payouts matcher keys the line by.
+            and_(
+                debit, in_categories(S.c.category, PAYOUT), or_(key.is_not(None), e2e.is_not(None))
+            ),
             literal("payouts", String),
         ),
         (

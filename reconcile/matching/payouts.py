@@ -75,6 +75,21 @@ def _returned(ctx: RunContext) -> FromClause:
     )
 
 
+def payout_line_key() -> ColumnElement[str]:
+    """What a payout's statement debit is keyed by: its idempotencyKey; a line that carries
+    only an endToEndId, by the key of the payout notified with that endToEndId, else by the
+    endToEndId itself (unmatched, still a payout the day must explain)."""
+    S, M = table_of(StatementEntry), table_of(AccountMovement).alias("by_e2e")
+    notified = (
+        select(payout_key(M))
+        .where(M.c.end_to_end_id == S.c.end_to_end_id, is_payout(M))
+        .order_by(M.c.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return func.coalesce(S.c.idempotency_key, notified, S.c.end_to_end_id)
+
+
 def latest_payouts(ctx: RunContext) -> FromClause:
     """The day's payouts, each in its latest known state as of the day's end (the
     notifications of one payout share its key). A return made after the day's end is
@@ -169,7 +184,7 @@ def day_returns(ctx: RunContext) -> FromClause:
 def match_payouts(session: Session, ctx: RunContext) -> None:
     M = table_of(AccountMovement)
     m = latest_payouts(ctx)
-    s = statement_lines(ctx, "idempotency_key", "DEBIT", PAYOUT)
+    s = statement_lines(ctx, payout_line_key(), "DEBIT", PAYOUT)
     earlier = (
         select(payout_key(M).label("key"))
         .where(is_payout(M), ctx.before(payout_time(M)))
