@@ -17,7 +17,7 @@ from receiver.backpressure import InFlightLimit
 from receiver.group_commit import GroupCommitter
 from receiver.ingest import ReceiverContext
 from receiver.metrics import ReceiverMetrics
-from receiver.middleware import RequestContextMiddleware
+from receiver.middleware import RequestContextMiddleware, WebhookPaths
 from receiver.outbox import Dispatch, Outbox
 from receiver.problems import Problem, handle_problem, problem_response
 from receiver.quarantine import QuarantineWriter
@@ -72,6 +72,7 @@ def create_app(
     return Starlette(
         routes=[*qrcode.routes(ctx), *accounts.routes(ctx), *ops.routes(ctx)],
         middleware=[
+            Middleware(WebhookPaths),
             Middleware(RequestContextMiddleware, metrics=metrics),
             Middleware(InFlightLimit, limit=settings.max_waiting_deliveries, metrics=metrics),
         ],

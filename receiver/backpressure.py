@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from receiver.metrics import ReceiverMetrics
+from receiver.metrics import ReceiverMetrics, route_label
 from receiver.problems import overloaded, problem_response
 
 WEBHOOKS = "/webhooks/"
@@ -30,7 +30,7 @@ class InFlightLimit:
             return
         if self.in_flight >= self.limit:
             # One event loop: no lock needed between the check and the count.
-            self.metrics.refusals.labels(scope["path"], "overloaded").inc()
+            self.metrics.refusals.labels(route_label(scope), "overloaded").inc()
             problem = overloaded(f"{self.in_flight} deliveries are already in progress")
             request_id = scope.get("state", {}).get("request_id")
             await problem_response(problem, request_id)(scope, receive, send)

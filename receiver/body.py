@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 from decimal import Decimal
 from typing import Any
@@ -44,21 +45,63 @@ def _depth(value: Any, limit: int) -> int:
     return depth
 
 
+def _not_json(media_type: str, detail: str) -> Problem:
+    # The declared type is advisory: senders omit it or send ``text/plain`` on perfectly
+    # good JSON, and refusing an authenticated notification brings the provider closer to
+    # disabling the webhook. Only a body that is not JSON either is refused for its type.
+    if media_type and media_type != "application/json" and not media_type.endswith("+json"):
+        return Problem(
+            415, "unsupported-media-type", f"expected application/json, got {media_type}"
+        )
+    return Problem(400, "malformed-json", detail)
+
+
+def _codec(charset: str | None) -> str | None:
+    try:
+        return codecs.lookup(charset).name if charset else None
+    except LookupError:
+        return None
+
+
+def _text(body: bytes, charset: str | None) -> str:
+    """The body as JSON text: in the declared charset if there is one, else as JSON's own
+    encodings are told apart (UTF-8, with or without a byte order mark, UTF-16, UTF-32).
+    Bytes that are not UTF-8 under no declared charset are read as ISO-8859-1, as older
+    Brazilian systems send them: every business key is ASCII, so reading the rest that way
+    loses no notification, and the raw body is kept as it came."""
+    declared = _codec(charset)
+    if declared is not None and declared != "utf-8":
+        return body.decode(declared)
+    encoding = json.detect_encoding(body)
+    try:
+        return body.decode(encoding)
+    except UnicodeDecodeError:
+        if declared is not None or encoding not in ("utf-8", "utf-8-sig"):
+            raise
+        return body.decode("iso-8859-1")
+
+
 def parse_json(request: Request, body: bytes) -> Any:
     content_type = request.headers.get("content-type", "")
-    media_type = content_type.split(";", 1)[0].strip().lower()
-    # A missing Content-Type is tolerated: some senders omit it on perfectly good JSON.
-    if media_type and media_type != "application/json" and not media_type.endswith("+json"):
-        raise Problem(415, "unsupported-media-type", f"expected application/json, got {media_type}")
+    media_type, _, params = content_type.partition(";")
+    media_type = media_type.strip().lower()
+    charset = next(
+        (
+            value.strip().strip('"').lower()
+            for name, _, value in (p.partition("=") for p in params.split(";"))
+            if name.strip().lower() == "charset"
+        ),
+        None,
+    )
     if not body.strip():
-        raise Problem(400, "malformed-json", "the body is empty")
+        raise _not_json(media_type, "the body is empty")
     try:
         # Numbers become Decimal so that 110.10 stays 110.10 (money is never float).
-        document = json.loads(body, parse_float=Decimal)
+        document = json.loads(_text(body, charset), parse_float=Decimal)
     except RecursionError:
         raise Problem(400, "malformed-json", "JSON nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise Problem(400, "malformed-json", f"body is not valid JSON: {exc}") from None
+        raise _not_json(media_type, f"body is not valid JSON: {exc}") from None
     if _depth(document, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise Problem(400, "malformed-json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     if _lone_surrogates(body, document):

@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from receiver.auth import WebhookAuth
 from receiver.body import parse_json, read_body
 from receiver.group_commit import GroupCommitter, Overloaded
-from receiver.metrics import ReceiverMetrics
+from receiver.metrics import ReceiverMetrics, route_label
 from receiver.problems import Problem, overloaded, storage_unavailable
 from receiver.quarantine import QuarantineWriter
 from reconcile.db import UNAVAILABLE_ERRORS
@@ -75,7 +75,7 @@ def webhook_endpoint(ctx: ReceiverContext, auth: WebhookAuth, parse: Parse) -> E
                     body=body if authenticated else None,
                     body_size=len(body) if body is not None else None,
                 )
-            ctx.metrics.refusals.labels(request.url.path, problem.slug).inc()
+            ctx.metrics.refusals.labels(route_label(request.scope), problem.slug).inc()
             log.info(
                 "webhook_refused",
                 route=request.url.path,
@@ -129,8 +129,9 @@ async def _accept(
     except UNAVAILABLE_ERRORS as exc:
         log.error("storage_unavailable", route=route, error=type(exc).__name__)
         raise storage_unavailable() from None
-    ctx.metrics.items.labels(route, "new").inc(len(result.new_ids))
-    ctx.metrics.items.labels(route, "duplicate").inc(result.duplicates)
+    label = route_label(request.scope)
+    ctx.metrics.items.labels(label, "new").inc(len(result.new_ids))
+    ctx.metrics.items.labels(label, "duplicate").inc(result.duplicates)
     _count_warnings(ctx.metrics, items)
     log.info(
         "webhook_accepted",

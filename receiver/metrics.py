@@ -13,6 +13,26 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Match
+from starlette.types import Scope
+
+UNMATCHED = "unmatched"
+
+
+def route_label(scope: Scope) -> str:
+    """The ``route`` label of a request: its route's template (``/webhooks/accounts/{kind}``),
+    ``unmatched`` when none matches. Never the raw path: every path an anonymous client
+    makes up would be a series of its own, and the registry would grow without bound.
+    Before routing (a delivery refused at the door), the app's routes are matched here."""
+    route = scope.get("route")
+    if route is None:
+        router = getattr(scope.get("app"), "router", None)
+        route = next(
+            (r for r in getattr(router, "routes", ()) if r.matches(scope)[0] == Match.FULL),
+            None,
+        )
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else UNMATCHED
 
 
 class ReceiverMetrics:

@@ -1,17 +1,42 @@
-"""Cross-cutting request handling: request ids bound to every log line, metrics."""
+"""Cross-cutting request handling: webhook paths as registered URLs produce them, request
+ids bound to every log line, metrics."""
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 import time
 
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from receiver.metrics import ReceiverMetrics
+from receiver.metrics import ReceiverMetrics, route_label
 
 REQUEST_ID_HEADER = "x-request-id"
+
+
+_SLASHES = re.compile(r"/{2,}")
+
+
+class WebhookPaths:
+    """A webhook URL registered with a trailing slash (``…/webhooks/qrcode/``) makes the
+    provider post to ``…/webhooks/qrcode//pix``, and some senders add a trailing slash of
+    their own. Answering those 404, or a redirect the sender may not follow, counts towards
+    the provider disabling the webhook: repeated and trailing slashes of a webhook path are
+    dropped before routing."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path: str = scope["path"]
+            if "//" in path or (path.endswith("/") and path != "/"):
+                normal = _SLASHES.sub("/", path).rstrip("/")
+                if normal.startswith("/webhooks/") or normal == "/webhooks":
+                    scope = {**scope, "path": normal, "raw_path": normal.encode()}
+        await self.app(scope, receive, send)
 
 
 class RequestIds:
@@ -50,8 +75,9 @@ class RequestContextMiddleware:
                 message.setdefault("headers", [])
                 message["headers"].append((REQUEST_ID_HEADER.encode(), request_id.encode()))
                 if path.startswith("/webhooks/"):
-                    self.metrics.deliveries.labels(path, str(message["status"])).inc()
-                    self.metrics.ack_seconds.labels(path).observe(time.perf_counter() - started)
+                    route = route_label(scope)
+                    self.metrics.deliveries.labels(route, str(message["status"])).inc()
+                    self.metrics.ack_seconds.labels(route).observe(time.perf_counter() - started)
             await send(message)
 
         with structlog.contextvars.bound_contextvars(request_id=request_id):

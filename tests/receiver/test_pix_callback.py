@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
+import json
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -45,6 +48,27 @@ def test_bare_registered_url_is_accepted_too(running_node: RunningNode) -> None:
     response = running_node.post_pix({"pix": [pix()]}, path="/webhooks/qrcode")
     assert response.status_code == 200
     assert running_node.wait_processed()["pix_received"] == 1
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/webhooks/qrcode//pix",
+        "/webhooks/qrcode/pix/",
+        "/webhooks//qrcode/pix",
+        "/webhooks/qrcode/",
+    ],
+)
+def test_a_url_registered_with_a_trailing_slash_still_reaches_the_pix_route(
+    running_node: RunningNode, path: str
+) -> None:
+    # Registered as ``…/webhooks/qrcode/``, the provider appends ``/pix`` to it.
+    response = running_node.post_pix({"pix": [pix()]}, path=path)
+    assert response.status_code == 200, response.text
+    assert running_node.wait_processed()["pix_received"] == 1
+    with session_scope(running_node.node.engine) as session:
+        route = session.execute(select(col(WebhookDelivery.route))).scalar_one()
+    assert route in ("/webhooks/qrcode/pix", "/webhooks/qrcode")
 
 
 def test_batch_of_three_makes_three_items(running_node: RunningNode) -> None:
@@ -96,6 +120,7 @@ def test_numbers_and_strings_are_exact(running_node: RunningNode) -> None:
         (b'{"pix": [', "application/json", 400, "malformed-json"),
         (b"", "application/json", 400, "malformed-json"),
         (b"pix=1", "application/x-www-form-urlencoded", 415, "unsupported-media-type"),
+        (b"", "text/plain", 415, "unsupported-media-type"),
     ],
 )
 def test_malformed_bodies_get_problem_json_and_store_nothing(
@@ -111,6 +136,52 @@ def test_malformed_bodies_get_problem_json_and_store_nothing(
     assert problem["type"].endswith(slug)
     assert _count(running_node, WebhookDelivery) == 0
     assert _count(running_node, InboxItem) == 0
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain; charset=utf-8", "application/x-www-form-urlencoded", "application/octet-stream"],
+)
+def test_json_under_another_declared_type_is_read_all_the_same(
+    running_node: RunningNode, content_type: str
+) -> None:
+    # Some senders label JSON as text; the body, not its label, says what it is.
+    raw = b'{"pix":[{"endToEndId":"%s","valor":"12.34","horario":"2026-11-22T10:00:00Z"}]}' % (
+        e2e_id().encode()
+    )
+    response = running_node.http.post(
+        "/webhooks/qrcode/pix", content=raw, headers={"content-type": content_type}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json() == {"items": 1, "new": 1, "duplicates": 0}
+    assert running_node.wait_processed()["pix_received_cents"] == 1234
+
+
+@pytest.mark.parametrize(
+    ("encode", "content_type"),
+    [
+        (lambda text: codecs.BOM_UTF8 + text.encode(), "application/json"),
+        (lambda text: text.encode("iso-8859-1"), "application/json; charset=ISO-8859-1"),
+        (lambda text: text.encode("cp1252"), "application/json; charset=windows-1252"),
+        (lambda text: text.encode("iso-8859-1"), "application/json"),
+        (lambda text: text.encode("utf-16"), "application/json"),
+    ],
+    ids=["utf8-bom", "latin1-declared", "cp1252-declared", "latin1-undeclared", "utf16"],
+)
+def test_text_in_another_encoding_is_read_as_the_sender_wrote_it(
+    running_node: RunningNode, encode: Callable[[str], bytes], content_type: str
+) -> None:
+    # What the payer's bank printed; the business key is ASCII whatever the encoding.
+    one = pix(pagador={"cpf": "12345678909", "nome": "José Conceição"})
+    raw = encode(json.dumps({"pix": [one]}, ensure_ascii=False))
+    response = running_node.http.post(
+        "/webhooks/qrcode/pix", content=raw, headers={"content-type": content_type}
+    )
+    assert response.status_code == 200, response.text
+    running_node.wait_processed()
+    with session_scope(running_node.node.engine) as session:
+        name = session.execute(select(col(PixReceived.payer_name))).scalar_one()
+    assert name == "José Conceição"
 
 
 @pytest.mark.parametrize("content", [b'"just a string"', b'{"pix": 42}'])
@@ -180,6 +251,21 @@ def test_healthz_ok_and_metrics_count_deliveries(running_node: RunningNode) -> N
     # One delivery, alone in its transaction.
     assert "pixrecon_receiver_commit_batch_deliveries_count 1.0" in metrics
     assert "pixrecon_receiver_commit_batch_deliveries_sum 1.0" in metrics
+
+
+def test_made_up_paths_add_no_metric_series(running_node: RunningNode) -> None:
+    # Anyone can post to any path; a series per path would grow the registry forever.
+    for n in range(5):
+        anonymous = httpx.post(f"{running_node.url}/webhooks/qrcode/pix/made-up-{n}", json={})
+        assert anonymous.status_code == 404
+        accepted = running_node.http.post(f"/webhooks/accounts/made-up-{n}", json={})
+        assert accepted.status_code == 200
+    metrics = running_node.http.get("/metrics").text
+    assert "made-up" not in metrics
+    assert 'pixrecon_webhook_deliveries_total{route="unmatched",status="404"} 5.0' in metrics
+    assert (
+        'pixrecon_webhook_deliveries_total{route="/webhooks/accounts/{kind}",status="200"} 5.0'
+    ) in metrics
 
 
 @pytest.mark.parametrize("depth", [40, 30_000])
