@@ -118,7 +118,6 @@ def suggested_action(
     if subject == "recurrence":
         cycle = f" of {brl(expected)}" if expected is not None else ""
         return (
-            f"create the recurring charge for the next cycle; ask the payer about this "
-            f"one{cycle}"
+            f"create the recurring charge for the next cycle; ask the payer about this one{cycle}"
         )
     return "read the reason and the items that decided it"

@@ -271,6 +271,12 @@ class AccountMovementBase(SQLModel):
     credit_debit_type: str | None = Field(default=None, max_length=16)
     txid: str | None = Field(default=None, max_length=35)
     provider_created_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    moved_at: datetime | None = Field(
+        default=None,
+        sa_type=UtcDateTime,
+        description="initiated after it was created (a scheduled Pix): when, from its "
+        "endToEndId; the day its money moved",
+    )
 
 
 class AccountMovement(AccountMovementBase, LatestState, Confirmable, table=True):

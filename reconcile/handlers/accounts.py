@@ -32,6 +32,7 @@ from reconcile.payloads.accounts import (
     InfractionData,
     MovementData,
 )
+from reconcile.payloads.pix import moved_later
 from reconcile.payloads.refs import notification_data
 from reconcile.payloads.tolerant import read_timestamp
 from reconcile.timeutil import utcnow
@@ -83,6 +84,11 @@ def _confirmation(item: InboxItem, amount_cents: int | None) -> dict[str, Any]:
     }
 
 
+def _when(created_at: str | None, end_to_end_id: str | None) -> dict[str, Any]:
+    created = read_timestamp(created_at)
+    return {"provider_created_at": created, "moved_at": moved_later(created, end_to_end_id)}
+
+
 def _reference(data: Identified, what: str) -> str:
     require_key(data, what)
     reference = data.reference()
@@ -118,7 +124,7 @@ def handle_movement(session: Session, item: InboxItem) -> None:
             "refunded_cents": to_cents(refunded),
             "credit_debit_type": data.creditDebitType,
             "txid": data.txId,
-            "provider_created_at": read_timestamp(data.createdAt),
+            **_when(data.createdAt, data.endToEndId),
             "rank": MOVEMENT_RANK.get(status, 0) * 1000 + len(refunds),
             "inbox_item_id": item.id,
             **_confirmation(item, to_cents(amount) if amount is not None else None),
@@ -182,7 +188,7 @@ def handle_cashout(session: Session, item: InboxItem) -> None:
             "end_to_end_id": data.endToEndId,
             "status": status,
             "message": data.message,
-            "provider_created_at": read_timestamp(data.createdAt),
+            **_when(data.createdAt, data.endToEndId),
             "rank": MOVEMENT_RANK.get(status, 0) * 1000,
             "inbox_item_id": item.id,
             **_confirmation(item, None),

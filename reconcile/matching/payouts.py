@@ -43,7 +43,9 @@ def payout_key(M: FromClause) -> ColumnElement[str]:
 
 
 def payout_time(M: FromClause) -> ColumnElement[datetime]:
-    return func.coalesce(M.c.provider_created_at, M.c.updated_at)
+    """The day a payout belongs to: when its money moved — its Pix's initiation when that
+    came after the payout was created (a scheduled Pix), else its creation."""
+    return func.coalesce(M.c.moved_at, M.c.provider_created_at, M.c.updated_at)
 
 
 def is_payout(M: FromClause) -> ColumnElement[bool]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from pydantic import Field, SkipValidation
@@ -30,6 +32,39 @@ from reconcile.payloads.items import (
 
 E2E_PATTERN = r"^[a-zA-Z0-9]{32}$"
 TXID_PATTERN = r"^[a-zA-Z0-9]{1,35}$"
+# ``E`` + the payer PSP's ISPB + when the Pix was initiated (``yyyyMMddHHmm``, UTC) + 11
+# alphanumerics (BCB, Manual de Padrões para Iniciação do Pix).
+_E2E_TIME = re.compile(r"^E[0-9]{8}([0-9]{12})[a-zA-Z0-9]{11}$")
+# Pix can be scheduled up to a year ahead; a later time is no initiation anybody meant.
+_LONGEST_SCHEDULE = timedelta(days=366)
+
+
+def initiated_at(end_to_end_id: str | None) -> datetime | None:
+    """When a Pix was initiated, as its endToEndId says (to the minute); ``None`` when the
+    id does not carry a valid time."""
+    found = _E2E_TIME.match(end_to_end_id or "")
+    if found is None:
+        return None
+    try:
+        return datetime.strptime(found.group(1), "%Y%m%d%H%M").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def moved_later(created: datetime | None, end_to_end_id: str | None) -> datetime | None:
+    """A payout's money moves when its Pix is initiated: for a scheduled Pix, days after
+    the payout was created. That time when it is later than ``created`` (or ``created``
+    is unknown), else ``None`` (the payout moved when it was created)."""
+    initiated = initiated_at(end_to_end_id)
+    if initiated is None:
+        return None
+    if created is None:
+        return initiated
+    if created.replace(second=0, microsecond=0) < initiated <= created + _LONGEST_SCHEDULE:
+        return initiated
+    return None
+
+
 REFUND_STATUSES = ("EM_PROCESSAMENTO", "DEVOLVIDO", "NAO_REALIZADO")
 NATUREZAS = ("ORIGINAL", "RETIRADA", "MED_OPERACIONAL", "MED_FRAUDE", "MED_PIX_AUTOMATICO")
 

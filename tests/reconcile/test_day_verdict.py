@@ -409,7 +409,10 @@ def test_a_pix_whose_own_breakdown_disagrees_with_the_terms_is_raised(engine: En
     assert (agrees.status, agrees.exception) == ("paid", False)
     differs = verdicts[("charge", "cobv:cobvbreakdowndiffers00000001")]
     assert (differs.status, differs.exception) == ("paid", True)
-    assert "componentesValor say R$ 106,00 was due, the charge's terms give R$ 107,00" in differs.reason
+    assert (
+        "componentesValor say R$ 106,00 was due, the charge's terms give R$ 107,00"
+        in differs.reason
+    )
 
 
 def test_a_cycle_with_no_recurring_charge_is_a_missed_cycle(engine: Engine) -> None:
