@@ -25,6 +25,8 @@ ERRORS = {
 }
 # Where no shape of the route fits, the body is stored whole as `unsupported`, and accepted.
 NOT_A_CONTAINER = {"not": {"type": ["array", "object"]}}
+# ``{}`` names nothing (a provider checking that the URL answers): kept as unsupported too.
+EMPTY_OBJECT = {"type": "object", "maxProperties": 0}
 
 
 def _schemas() -> dict[str, Any]:
@@ -118,6 +120,7 @@ def _family_body(wrapper: str, item: str, description: str) -> dict[str, Any]:
             {"allOf": [one, {"not": {"required": [wrapper]}}]},
             {"type": "array", "items": one},
             NOT_A_CONTAINER,
+            EMPTY_OBJECT,
         ],
     }
 

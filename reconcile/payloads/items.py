@@ -41,6 +41,12 @@ def split_body(document: Any, wrapper: str, what: str) -> list[Candidate]:
     if isinstance(document, list):
         return [(pointer([i]), entry) for i, entry in enumerate(document)]
     if isinstance(document, dict):
+        if not document:
+            # ``{}`` names nothing at all — a provider checking that the URL answers, not
+            # an item without its key: kept as unsupported, never refused.
+            raise Unsplittable(
+                ItemWarning("/", f'{{"{wrapper}": [...]}}, one {what} object or an array of them')
+            )
         if wrapper not in document:
             return [("", document)]
         inner = document[wrapper]

@@ -184,7 +184,7 @@ def test_text_in_another_encoding_is_read_as_the_sender_wrote_it(
     assert name == "José Conceição"
 
 
-@pytest.mark.parametrize("content", [b'"just a string"', b'{"pix": 42}'])
+@pytest.mark.parametrize("content", [b'"just a string"', b'{"pix": 42}', b"{}"])
 def test_a_body_no_shape_explains_is_kept_as_unsupported(
     running_node: RunningNode, content: bytes
 ) -> None:
