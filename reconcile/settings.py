@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     allow_ips: CsvList = Field(default_factory=list)
     trusted_proxies: CsvList = Field(default_factory=list)
     insecure_no_auth: bool = False
-    max_body_bytes: int = Field(default=65536, gt=0)
+    max_body_bytes: int = Field(default=1_048_576, gt=0)
     # Backpressure. Deliveries in progress are bounded: beyond this many (counted from a
     # request's start, and again among those waiting for their commit), or when one has
     # waited this long without its transaction starting (the provider gives up after a few
