@@ -80,6 +80,18 @@ def test_batch_of_three_makes_three_items(running_node: RunningNode) -> None:
     assert _count(running_node, WebhookDelivery) == 1
 
 
+def test_a_callback_grouping_hundreds_of_pix_is_accepted(running_node: RunningNode) -> None:
+    # A provider may group the Pix of one key in one callback, with no limit on how many.
+    raw = json.dumps({"pix": [pix() for _ in range(600)]}).encode()
+    assert len(raw) > 128 * 1024
+    response = running_node.http.post(
+        "/webhooks/qrcode/pix", content=raw, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json() == {"items": 600, "new": 600, "duplicates": 0}
+    assert running_node.wait_processed(timeout=60)["pix_received"] == 600
+
+
 def test_same_delivery_five_times_is_one_row_and_four_duplicates(
     running_node: RunningNode,
 ) -> None:
