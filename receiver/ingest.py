@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from receiver.auth import WebhookAuth
-from receiver.body import parse_json, read_body
+from receiver.body import decode_body, parse_json, read_body
 from receiver.group_commit import GroupCommitter, Overloaded
 from receiver.metrics import ReceiverMetrics, route_label
 from receiver.problems import Problem, overloaded, storage_unavailable
@@ -56,6 +56,7 @@ def webhook_endpoint(ctx: ReceiverContext, auth: WebhookAuth, parse: Parse) -> E
             body = await read_body(request, ctx.settings.max_body_bytes)
             auth.check_body(request, body)
             authenticated = True
+            body = decode_body(request, body, ctx.settings.max_body_bytes)
             document = parse_json(request, body)
             try:
                 items = parse(document, request)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
+import zlib
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -194,6 +196,50 @@ def test_text_in_another_encoding_is_read_as_the_sender_wrote_it(
     with session_scope(running_node.node.engine) as session:
         name = session.execute(select(col(PixReceived.payer_name))).scalar_one()
     assert name == "José Conceição"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "compress"),
+    [("gzip", gzip.compress), ("deflate", zlib.compress), ("identity", lambda raw: raw)],
+)
+def test_a_compressed_body_is_read_as_it_was_written(
+    running_node: RunningNode, encoding: str, compress: Callable[[bytes], bytes]
+) -> None:
+    raw = json.dumps({"pix": [pix(valor="43.21")]}).encode()
+    response = running_node.http.post(
+        "/webhooks/qrcode/pix",
+        content=compress(raw),
+        headers={"content-type": "application/json", "content-encoding": encoding},
+    )
+    assert response.status_code == 200, response.text
+    assert running_node.wait_processed()["pix_received_cents"] == 4321
+    with session_scope(running_node.node.engine) as session:
+        kept = session.execute(select(col(WebhookDelivery.body))).scalar_one()
+    assert kept == raw
+
+
+@pytest.mark.parametrize(
+    ("content", "encoding", "status", "slug"),
+    [
+        # Small on the wire, past the limit once inflated.
+        (gzip.compress(b" " * 2_000_000), "gzip", 413, "body-too-large"),
+        (b"not gzip at all", "gzip", 400, "malformed-json"),
+        (gzip.compress(b'{"pix": []}')[:-12], "gzip", 400, "malformed-json"),
+        (b"{}", "br", 415, "unsupported-media-type"),
+    ],
+    ids=["bomb", "not-gzip", "cut-short", "unknown-encoding"],
+)
+def test_a_body_that_does_not_decompress_is_refused_and_stores_nothing(
+    running_node: RunningNode, content: bytes, encoding: str, status: int, slug: str
+) -> None:
+    response = running_node.http.post(
+        "/webhooks/qrcode/pix",
+        content=content,
+        headers={"content-type": "application/json", "content-encoding": encoding},
+    )
+    assert response.status_code == status
+    assert response.json()["type"].endswith(slug)
+    assert _count(running_node, InboxItem) == 0
 
 
 @pytest.mark.parametrize("content", [b'"just a string"', b'{"pix": 42}', b"{}"])
