@@ -1,6 +1,7 @@
 """The receiver's own OpenAPI description, generated from the payload models it reads
-with, so the document cannot drift from the behaviour: an item's business key is required
-as specified; every other field is documented, and accepted whatever its shape (it is kept
+with, so the document cannot drift from the behaviour: a delivery needs one item with its
+business key, as specified (an item without it, beside readable ones, is kept whole as
+unsupported); every other field is documented, and accepted whatever its shape (it is kept
 raw and flagged)."""
 
 from __future__ import annotations
@@ -103,6 +104,12 @@ def _webhook(summary: str, body_schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _some_of(one: dict[str, Any]) -> dict[str, Any]:
+    """An array of items, empty or with at least one readable: the others are kept whole as
+    unsupported. Only an array of which none can be read is refused."""
+    return {"type": "array", "anyOf": [{"maxItems": 0}, {"contains": one}]}
+
+
 def _family_body(wrapper: str, item: str, description: str) -> dict[str, Any]:
     """``{wrapper: [...]}``, ``{wrapper: {...}}``, a flat item or a bare array of items
     (docs/design.md §4); anything else is kept as unsupported."""
@@ -113,12 +120,10 @@ def _family_body(wrapper: str, item: str, description: str) -> dict[str, Any]:
             {
                 "type": "object",
                 "required": [wrapper],
-                "properties": {
-                    wrapper: {"anyOf": [{"type": "array", "items": one}, one, NOT_A_CONTAINER]}
-                },
+                "properties": {wrapper: {"anyOf": [_some_of(one), one, NOT_A_CONTAINER]}},
             },
             {"allOf": [one, {"not": {"required": [wrapper]}}]},
-            {"type": "array", "items": one},
+            _some_of(one),
             NOT_A_CONTAINER,
             EMPTY_OBJECT,
         ],
@@ -135,7 +140,7 @@ def _accounts_body() -> dict[str, Any]:
     rules = []
     for name, model in DATA_MODELS.items():
         data = _ref(model.__name__)
-        slot = {"anyOf": [data, {"type": "array", "items": data}, NOT_A_CONTAINER]}
+        slot = {"anyOf": [data, _some_of(data), NOT_A_CONTAINER]}
         rules.append(
             {
                 "if": {

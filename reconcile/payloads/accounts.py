@@ -218,5 +218,4 @@ def accounts_items(document: Any, path_type: str | None = None) -> list[NewItem]
             DATA_MODELS[kind_name], candidates, f"a {kind_name} notification", refusal
         )
     ]
-    refusal.raise_if_any(f"a {kind_name} notification")
-    return items
+    return refusal.keep_the_rest(items, kind_name, f"a {kind_name} notification")

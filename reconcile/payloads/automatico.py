@@ -111,8 +111,7 @@ def _callback_items(
         new_item(kind, found.item_key(), raw, found.warnings())
         for found, raw, _ in keyed(model, candidates, f"a {what}", refusal)
     ]
-    refusal.raise_if_any(f"a {what}")
-    return items
+    return refusal.keep_the_rest(items, kind.name, f"a {what}")
 
 
 def rec_callback_items(document: Any) -> list[NewItem]:

@@ -67,6 +67,8 @@ class Refusal:
 
     def __init__(self) -> None:
         self.violations: list[dict[str, str]] = []
+        # Each candidate refused: where it was in the body, and the object as it came.
+        self.rejected: list[Candidate] = []
 
     def not_an_object(self, at: str, what: str) -> None:
         self.violations.append({"property": at or "/", "message": f"{what} must be an object"})
@@ -96,6 +98,21 @@ class Refusal:
                 f"the notification has {what} without a business key", self.violations
             )
 
+    def keep_the_rest(self, items: list[NewItem], label: str, what: str) -> list[NewItem]:
+        """A delivery of which no item can be read is refused, naming every violation. One
+        with readable items is not: refusing it would refuse them too, on every retry of
+        the provider's, until it disables the webhook. Those are stored, and each item
+        without its key is kept whole as ``unsupported``, with where it was in the body."""
+        if not items:
+            self.raise_if_any(what)
+        return [
+            *items,
+            *(
+                unsupported_item(label, raw, ItemWarning(at or "/", f"{what} with its key"))
+                for at, raw in self.rejected
+            ),
+        ]
+
 
 def keyed(
     model: type[M], candidates: Sequence[Candidate], what: str, refusal: Refusal
@@ -106,15 +123,18 @@ def keyed(
     for at, raw in candidates:
         if not isinstance(raw, dict):
             refusal.not_an_object(at, what)
+            refusal.rejected.append((at, raw))
             continue
         try:
             parsed = model.model_validate(raw)
         except ValidationError as exc:
             # Only a model with required fields besides its key gets here.
             refusal.violations.extend(violations(exc, at))
+            refusal.rejected.append((at, raw))
             continue
         if not parsed.key_found():
             refusal.without_key(parsed, at)
+            refusal.rejected.append((at, raw))
             continue
         found.append((parsed, raw, at))
     return found

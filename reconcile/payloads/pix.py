@@ -105,9 +105,12 @@ class Devolucao(Tolerant):
 
 
 def _refund_slots(schema: dict[str, Any]) -> None:
-    # Anything else in their place is kept and flagged; null means no refunds.
+    # Anything else in their place is kept and flagged; null means no refunds. A refund
+    # without its key does not cost its Pix: it is kept whole as unsupported.
     schema["anyOf"] = [b for b in schema.get("anyOf", []) if b != {"type": "null"}]
-    schema["anyOf"].append({"not": {"type": ["array", "object"]}})
+    schema["anyOf"].extend(
+        [{"type": "array"}, {"type": "object"}, {"not": {"type": ["array", "object"]}}]
+    )
 
 
 class PixItem(Tolerant):
@@ -217,5 +220,4 @@ def pix_callback_items(document: Any) -> list[NewItem]:
         for pix, raw, at in keyed(PixItem, candidates, "a Pix", refusal)
         for item in _pix_items(pix, raw, at, refusal)
     ]
-    refusal.raise_if_any("a Pix or a refund")
-    return items
+    return refusal.keep_the_rest(items, "PIX", "a Pix or a refund")

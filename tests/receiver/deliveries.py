@@ -3,7 +3,8 @@ hypothesis strategies that change everything else about them (docs/design.md §4
 
 A sample knows the paths of its keys (grouped per item: one of a group is enough) and of
 what holds its items together (wrappers, the envelope's ``type``): a mutation that keeps
-those must be accepted; one that takes every key of an item away must be refused.
+those must be accepted; one that takes every key of its item away must be refused, and
+one that takes every key of a refund away keeps that refund whole as unsupported.
 """
 
 from __future__ import annotations
@@ -210,9 +211,21 @@ def _at(body: Any, path: Path_) -> Any:
 
 @st.composite
 def keyless(draw: st.DrawFn, sample: Sample) -> Sample:
-    """The sample with every key of one of its items taken away or made unreadable."""
+    """The sample with every key of its item (the Pix, recurrence, recurring charge or
+    accounts object; each sample has one) taken away or made unreadable: nothing of it
+    can be read."""
+    return _without(draw, sample, sample.key_groups[0])
+
+
+@st.composite
+def refund_keyless(draw: st.DrawFn, sample: Sample) -> Sample:
+    """The sample with every key of one of its Pix's refunds taken away or made
+    unreadable; the sample's own when it has no refund."""
+    return _without(draw, sample, draw(st.sampled_from(sample.key_groups[1:] or [[]])))
+
+
+def _without(draw: st.DrawFn, sample: Sample, group: list[Path_]) -> Sample:
     body = copy.deepcopy(sample.body)
-    group = draw(st.sampled_from(sample.key_groups))
     for path in group:
         parent = _parent(body, path)
         if path[-1] not in parent:

@@ -261,14 +261,42 @@ def test_a_body_no_shape_explains_is_kept_as_unsupported(
 
 
 def test_pix_missing_required_fields_names_each_violation(running_node: RunningNode) -> None:
-    good = pix()
     bad = {"txid": "abc", "valor": "12.345"}
-    response = running_node.post_pix({"pix": [good, bad]})
+    response = running_node.post_pix({"pix": [bad, 42]})
     assert response.status_code == 400
     properties = {v["property"] for v in response.json()["violations"]}
-    assert properties == {"/pix/1/endToEndId", "/pix/1/valor", "/pix/1/horario"}
-    # One bad Pix rejects the whole delivery: the provider retries it as a unit.
+    assert properties == {"/pix/0/endToEndId", "/pix/0/valor", "/pix/0/horario", "/pix/1"}
+    # No Pix of it can be read: nothing is stored, the raw body goes to quarantine.
     assert _count(running_node, InboxItem) == 0
+
+
+def test_a_pix_without_its_key_does_not_cost_the_others_of_its_batch(
+    running_node: RunningNode,
+) -> None:
+    good = pix(devolucoes=[{"valor": "1.00", "status": "DEVOLVIDO"}])
+    bad = {"txid": "abc", "valor": "12.345"}
+    body = {"pix": [good, bad, 42]}
+    # Refusing the batch would refuse the good Pix too, on every retry of the provider's.
+    response = running_node.post_pix(body)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"items": 4, "new": 4, "duplicates": 0}
+    assert running_node.post_pix(body).json() == {"items": 4, "new": 0, "duplicates": 4}
+    summary = running_node.wait_processed()
+    assert summary["pix_received"] == 1
+    with session_scope(running_node.node.engine) as session:
+        kept = session.execute(
+            select(InboxItem.payload, InboxItem.warnings).where(  # type: ignore[call-overload]
+                col(InboxItem.kind) == "unsupported"
+            )
+        ).all()
+    by_place = {
+        json.loads(warnings)[0]["pointer"]: json.loads(payload) for payload, warnings in kept
+    }
+    assert by_place == {
+        "/pix/0/devolucoes/0": {"valor": "1.00", "status": "DEVOLVIDO"},
+        "/pix/1": bad,
+        "/pix/2": 42,
+    }
 
 
 @pytest.mark.parametrize("headers", [{"X-Webhook-Secret": "nope"}, {}])

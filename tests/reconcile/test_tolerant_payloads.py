@@ -25,6 +25,7 @@ from tests.receiver.deliveries import (
     json_values,
     keyless,
     mutated,
+    refund_keyless,
     samples,
 )
 
@@ -134,10 +135,10 @@ def test_a_body_no_shape_explains_is_one_unsupported_item(
 @pytest.mark.parametrize(
     ("route", "body", "where"),
     [
-        ("/webhooks/qrcode/pix", {"pix": [pix(), {"valor": "1.00"}]}, "/pix/1/endToEndId"),
+        ("/webhooks/qrcode/pix", {"pix": [{"valor": "1.00"}]}, "/pix/0/endToEndId"),
         ("/webhooks/qrcode/pix", pix(e2e="E123"), "/endToEndId"),
-        ("/webhooks/qrcode/pix", pix(devolucoes=[{"valor": "1.00"}]), "/devolucoes/0"),
-        ("/webhooks/qrcode/pix", {"pix": [pix(), 7]}, "/pix/1"),
+        ("/webhooks/qrcode/pix", {"pix": [7, 8]}, "/pix/0"),
+        ("/webhooks/qrcode/rec", {"recs": [{"status": "APROVADA"}, 3]}, "/recs/0/idRec"),
         ("/webhooks/qrcode/rec", {"recs": [{"status": "APROVADA"}]}, "/recs/0/idRec"),
         ("/webhooks/qrcode/cobr", {"cobsr": {"txid": "no spaces allowed"}}, "/cobsr/txid"),
         ("/webhooks/accounts", {"type": "TRANSFER", "data": {"status": "X"}}, "/data"),
@@ -153,6 +154,42 @@ def test_without_its_key_an_item_refuses_the_delivery(route: str, body: Any, whe
         PARSERS[route](body)
     assert refused.value.violations is not None
     assert refused.value.violations[0]["property"] == where
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "kinds", "where"),
+    [
+        (
+            "/webhooks/qrcode/pix",
+            {"pix": [pix(), {"valor": "1.00"}]},
+            ["pix", "unsupported"],
+            "/pix/1",
+        ),
+        (
+            "/webhooks/qrcode/pix",
+            pix(devolucoes=[{"valor": "1.00"}]),
+            ["pix", "unsupported"],
+            "/devolucoes/0",
+        ),
+        ("/webhooks/qrcode/pix", {"pix": [pix(), 7]}, ["pix", "unsupported"], "/pix/1"),
+        (
+            "/webhooks/accounts",
+            {"type": "TRANSFER", "data": [{"id": "t1", "status": "LIQUIDATED"}, {"status": "X"}]},
+            ["accounts.transfer", "unsupported"],
+            "/data/1",
+        ),
+    ],
+)
+def test_an_item_without_its_key_beside_readable_ones_is_kept_whole(
+    route: str, body: Any, kinds: list[str], where: str
+) -> None:
+    items = PARSERS[route](body)
+    assert [item.kind for item in items] == kinds
+    kept = items[-1]
+    assert kept.status == "unsupported"
+    assert [w.pointer for w in kept.warnings] == [where]
+    # Sent again, the same item is the same key: a duplicate, never a second row.
+    assert PARSERS[route](body)[-1].key == kept.key
 
 
 def test_warnings_and_violations_never_carry_the_values() -> None:
@@ -197,6 +234,16 @@ def test_taking_an_items_keys_away_refuses_the_delivery(data: st.DataObject) -> 
     with pytest.raises(PayloadInvalid) as refused:
         _read(sample)
     assert refused.value.violations
+
+
+@FAST
+@given(st.data())
+def test_taking_a_refunds_keys_away_keeps_it_whole_beside_its_pix(data: st.DataObject) -> None:
+    sample = data.draw(samples().flatmap(refund_keyless))
+    items = _read(sample)
+    unsupported = [item for item in items if item.kind == "unsupported"]
+    assert len(unsupported) == (1 if len(sample.key_groups) > 1 else 0)
+    assert len(items) == len(sample.key_groups)
 
 
 @FAST
