@@ -14,7 +14,13 @@ from sqlalchemy import Engine, select, update
 
 from reconcile.db import session_scope
 from reconcile.inbox import NewItem, store_items
-from reconcile.models import Confirmation, PixReceived, ReconciliationItem, Source
+from reconcile.models import (
+    AccountMovement,
+    Confirmation,
+    PixReceived,
+    ReconciliationItem,
+    Source,
+)
 from reconcile.nightly import NightlyResult
 from reconcile.payloads.accounts import accounts_items
 from reconcile.payloads.automatico import rec_callback_items
@@ -84,6 +90,15 @@ class DayBook:
         if polled:
             self._store(items, Source.POLL)
         return str(raw["endToEndId"])
+
+    def confirm_all_movements(self) -> None:
+        """What the confirm job does when the accounts API knows every notified movement."""
+        with session_scope(self.engine) as session:
+            session.execute(
+                update(AccountMovement)
+                .where(AccountMovement.confirmation == Confirmation.PENDING.value)  # type: ignore[arg-type]
+                .values(confirmation=Confirmation.CONFIRMED.value)
+            )
 
     def confirm_all_pix(self) -> None:
         """What the confirm job does when the API knows every notified Pix."""

@@ -10,13 +10,13 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select, text, update
+from sqlalchemy import Engine, select, text
 
 from migrations.apply import upgrade
 from reconcile.cases import case_rows
 from reconcile.db import create_db_engine, session_scope
 from reconcile.matching.judgement import DayVerdict
-from reconcile.models import AccountMovement, Confirmation
+from reconcile.models import AccountMovement
 from reconcile.nightly import NightlyResult, reconcile_day
 from reconcile.payloads.pix import moved_later
 from reconcile.timeutil import as_utc, business_day_bounds
@@ -26,15 +26,6 @@ PAST = date(2026, 3, 10)
 AFTER = business_day_bounds(PAST)[1] + timedelta(hours=2)
 KEY = "po-supplier-0310"
 PAYOUT_E2E = "E11111111202603101000abcdefghij1"
-
-
-def _confirm(engine: Engine) -> None:
-    with session_scope(engine) as session:
-        session.execute(
-            update(AccountMovement)
-            .where(AccountMovement.confirmation == Confirmation.PENDING.value)  # type: ignore[arg-type]
-            .values(confirmation=Confirmation.CONFIRMED.value)
-        )
 
 
 def _payouts(result: NightlyResult) -> dict[str, Any]:
@@ -57,7 +48,7 @@ def test_a_debit_is_matched_to_its_payout_by_whichever_key_it_carries(
     book = DayBook(engine, PAST)
     book.transfer(book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E))
     book.line("PIX_PAYMENT", 10_000, "10:01", credit=False, **keys)
-    _confirm(engine)
+    book.confirm_all_movements()
     result = reconcile_day(engine, PAST, now=AFTER)
     verdicts = verdicts_of(engine, result)
 
@@ -122,7 +113,7 @@ def test_a_scheduled_payout_is_judged_on_the_day_its_money_moved(engine: Engine)
     book = DayBook(engine, PAST)
     _a_paid_payout(book, "po-ordinary-0310")
     _scheduled(book, "PROCESSING")
-    _confirm(engine)
+    book.confirm_all_movements()
     first = reconcile_day(engine, PAST, now=AFTER)
     assert first.verdict == DayVerdict.RECONCILED_WITH_PENDING
     assert verdicts_of(engine, first)[("payout", SCHEDULED)].status == "pending"
@@ -132,7 +123,7 @@ def test_a_scheduled_payout_is_judged_on_the_day_its_money_moved(engine: Engine)
     _scheduled(later, "LIQUIDATED", SCHEDULED_E2E)
     later.line("PIX_PAYMENT", 30_000, "09:01", credit=False, idempotencyKey=SCHEDULED)
     _a_paid_payout(later, "po-ordinary-0312")
-    _confirm(engine)
+    book.confirm_all_movements()
     after_both = business_day_bounds(later.day)[1] + timedelta(hours=2)
 
     its_day = reconcile_day(engine, later.day, now=after_both)
@@ -160,7 +151,7 @@ def test_a_scheduled_payout_never_debited_is_the_exception_of_its_day(engine: En
     later = book.next_day().next_day()
     _a_paid_payout(later, "po-ordinary-0312")
     _scheduled(later, "LIQUIDATED", SCHEDULED_E2E)
-    _confirm(engine)
+    book.confirm_all_movements()
     after_both = business_day_bounds(later.day)[1] + timedelta(hours=2)
 
     its_day = reconcile_day(engine, later.day, now=after_both)

@@ -10,14 +10,14 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, delete, select, text, update
+from sqlalchemy import Engine, delete, select, text
 from sqlmodel import col
 
 from migrations.apply import upgrade
 from reconcile.cases import case_rows
 from reconcile.db import create_db_engine, session_scope
 from reconcile.matching.judgement import DayVerdict
-from reconcile.models import AccountMovement, Confirmation, InboxItem, PayoutReturn, Source
+from reconcile.models import InboxItem, PayoutReturn, Source
 from reconcile.nightly import NightlyResult, reconcile_day
 from reconcile.payloads.accounts import accounts_items
 from reconcile.timeutil import as_utc, business_day_bounds
@@ -29,16 +29,6 @@ KEY = "po-supplier-0310"
 PAYOUT_E2E = "E11111111202603101000abcdefghij1"
 FIRST = "D22222222202603101500abcdefghij1"
 SECOND = "D22222222202603110900abcdefghij2"
-
-
-def _confirm(engine: Engine) -> None:
-    """What the confirm job does when the accounts API knows every notified movement."""
-    with session_scope(engine) as session:
-        session.execute(
-            update(AccountMovement)
-            .where(AccountMovement.confirmation == Confirmation.PENDING.value)  # type: ignore[arg-type]
-            .values(confirmation=Confirmation.CONFIRMED.value)
-        )
 
 
 def _paid_out(book: DayBook) -> dict[str, Any]:
@@ -117,7 +107,7 @@ def test_a_payout_returned_the_next_days_is_judged_on_each_day_as_of_its_end(
         endToEndId=FIRST,
         originalEndToEndId=PAYOUT_E2E,
     )
-    _confirm(engine)
+    book.confirm_all_movements()
     day = reconcile_day(engine, PAST, now=AFTER)
     verdicts = verdicts_of(engine, day)
 
@@ -144,7 +134,7 @@ def test_a_payout_returned_the_next_days_is_judged_on_each_day_as_of_its_end(
         endToEndId=SECOND,
         originalEndToEndId=PAYOUT_E2E,
     )
-    _confirm(engine)
+    book.confirm_all_movements()
     next_day = reconcile_day(engine, PAST + timedelta(days=1), now=AFTER + timedelta(days=1))
     later = verdicts_of(engine, next_day)
     assert next_day.verdict == DayVerdict.RECONCILED
@@ -175,7 +165,7 @@ def test_a_payout_returned_only_days_later_was_settled_on_its_day(
 ) -> None:
     book = DayBook(engine, PAST)
     data = _paid_out(book)
-    _confirm(engine)
+    book.confirm_all_movements()
     day = reconcile_day(engine, PAST, now=AFTER)
 
     later = DayBook(engine, PAST + timedelta(days=2), book.balance)
@@ -184,7 +174,7 @@ def test_a_payout_returned_only_days_later_was_settled_on_its_day(
         # The payout's own row now holds its new state, which waits for its look-up like
         # any notified state; a REFUND notification is a row of its own and is asked about
         # the day before while still unconfirmed.
-        _confirm(engine)
+        book.confirm_all_movements()
     again = reconcile_day(engine, PAST, now=AFTER + timedelta(days=2))
     payout = verdicts_of(engine, again)[("payout", KEY)]
     assert (payout.status, payout.exception) == ("settled", False)
@@ -235,7 +225,7 @@ def test_a_return_the_statement_never_credits_is_an_exception(engine: Engine) ->
     book = DayBook(engine, PAST)
     data = _paid_out(book)
     _returned(book, data, [(FIRST, 10_000, "15:00")])
-    _confirm(engine)
+    book.confirm_all_movements()
     result = reconcile_day(engine, PAST, now=AFTER)
     verdict = verdicts_of(engine, result)[("movement", "return:" + FIRST)]
     assert (verdict.status, verdict.exception, verdict.actual_cents) == (
@@ -319,7 +309,7 @@ def test_a_difference_no_item_explains_is_an_exception_not_a_reconciled_day(
     data = _paid_out(book)
     later = DayBook(engine, PAST + timedelta(days=2), book.balance)
     _returned(later, data, [(SECOND, 10_000, "09:00")])
-    _confirm(engine)
+    book.confirm_all_movements()
     # A payout whose returns were never kept apart (stored before they were, its
     # notification since emptied by retention): only its row's sum is known, which the
     # bridge counts on the payout's own day, where the statement credited nothing.
