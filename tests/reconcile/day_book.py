@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Engine, select, update
+from sqlmodel import col
 
 from reconcile.db import session_scope
 from reconcile.inbox import NewItem, store_items
@@ -93,19 +94,17 @@ class DayBook:
 
     def confirm_all_movements(self) -> None:
         """What the confirm job does when the accounts API knows every notified movement."""
-        with session_scope(self.engine) as session:
-            session.execute(
-                update(AccountMovement)
-                .where(AccountMovement.confirmation == Confirmation.PENDING.value)  # type: ignore[arg-type]
-                .values(confirmation=Confirmation.CONFIRMED.value)
-            )
+        self._confirm_all(AccountMovement)
 
     def confirm_all_pix(self) -> None:
         """What the confirm job does when the API knows every notified Pix."""
+        self._confirm_all(PixReceived)
+
+    def _confirm_all(self, model: type[AccountMovement] | type[PixReceived]) -> None:
         with session_scope(self.engine) as session:
             session.execute(
-                update(PixReceived)
-                .where(PixReceived.confirmation == Confirmation.PENDING.value)  # type: ignore[arg-type]
+                update(model)
+                .where(col(model.confirmation) == Confirmation.PENDING.value)
                 .values(confirmation=Confirmation.CONFIRMED.value)
             )
 
