@@ -32,6 +32,18 @@ def _shot(page: Any, folder: Path, name: str) -> None:
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
 
 
+def _fits(page: Any) -> None:
+    """Nothing spills out of the page's card, and the page never scrolls sideways: a
+    person reading on a laptop (the fixture's 1280 px) sees every column at once."""
+    widths = page.evaluate(
+        """() => { const m = document.querySelector('main');
+          return [m.scrollWidth, m.clientWidth,
+                  document.documentElement.scrollWidth, window.innerWidth]; }"""
+    )
+    assert widths[0] <= widths[1], (page.url, widths)
+    assert widths[2] <= widths[3], (page.url, widths)
+
+
 def _reconcile_command(day: PlayedDay, tmp_path: Path) -> dict[str, Any]:
     """``pixrecon reconcile --format json`` of the played day, run as finance runs it,
     with the node's own settings (the day is already fetched: ``--no-poll``)."""
@@ -76,6 +88,7 @@ def test_a_person_works_the_day_in_a_browser(
         page.click("button:has-text('Sign in')")
         page.wait_for_url(url + "/dashboard/")
         _shot(page, shots, "1-day")
+        _fits(page)
         assert figure(page, "date") == day.day.strftime("%d/%m/%Y")
         assert report["verdict"].replace("_", " ") in page.inner_text(".summary").lower()
         bridge = report["bridge"]
@@ -96,11 +109,13 @@ def test_a_person_works_the_day_in_a_browser(
         page.click("a:has-text('open exceptions')")
         page.wait_for_selector("table.cases")
         _shot(page, shots, "2-exceptions")
+        _fits(page)
         assert page.locator("tr[data-case]").count() == opened
         case_id = int(page.locator("tr[data-case]").first.get_attribute("data-case"))
         page.click(f"tr[data-case='{case_id}'] a")
         page.wait_for_selector("[data-figure='case.state']")
         assert figure(page, "case.state") == "open"
+        _fits(page)
         entry = next(e for e in report["exceptions"] if e["case_id"] == case_id)
         assert entry["ref"] in page.inner_text("table.facts")
         page.fill("form[action$='/resolve'] textarea", "refunded to the payer, ticket 4711")
@@ -138,3 +153,4 @@ def test_a_person_works_the_day_in_a_browser(
         page.wait_for_selector("svg.chart")
         assert page.locator("svg.chart").count() == 4
         _shot(page, shots, "4-recent")
+        _fits(page)
