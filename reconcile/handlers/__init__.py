@@ -11,10 +11,10 @@ from sqlmodel import Session
 from reconcile.handlers.accounts import handle_cashout, handle_infraction, handle_movement
 from reconcile.handlers.automatico import handle_cobr, handle_rec
 from reconcile.handlers.charges import handle_charge
-from reconcile.handlers.common import PermanentItemError, insert_ignore_many, upsert_latest_many
-from reconcile.handlers.pix import REFUND_KEY, handle_pix, handle_pix_refund, pix_row, refund_row
+from reconcile.handlers.common import PermanentItemError, insert_ignore_many
+from reconcile.handlers.pix import handle_pix, handle_pix_refund, pix_row, refund_row, write_refunds
 from reconcile.handlers.statement import handle_balance, handle_statement
-from reconcile.models import InboxItem, ItemKind, PixReceived, PixRefund
+from reconcile.models import InboxItem, ItemKind, PixReceived
 
 Handler = Callable[[Session, InboxItem], None]
 
@@ -50,10 +50,7 @@ BATCH_HANDLERS: dict[str, BatchHandler] = {
     ItemKind.PIX.value: BatchHandler(
         pix_row, lambda session, rows: insert_ignore_many(session, PixReceived, rows)
     ),
-    ItemKind.PIX_REFUND.value: BatchHandler(
-        refund_row,
-        lambda session, rows: upsert_latest_many(session, PixRefund, REFUND_KEY, rows),
-    ),
+    ItemKind.PIX_REFUND.value: BatchHandler(refund_row, write_refunds),
 }
 
 __all__ = ["BATCH_HANDLERS", "HANDLERS", "BatchHandler", "Handler", "PermanentItemError"]

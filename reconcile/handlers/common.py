@@ -85,32 +85,3 @@ def insert_ignore_many(
         table = table_of(model)
         stmt = insert_for(dialect_of(session))(table).on_conflict_do_nothing()
         session.execute(stmt, list(rows))
-
-
-def upsert_latest_many(
-    session: Session, model: type[SQLModel], key: list[str], rows: Sequence[dict[str, Any]]
-) -> None:
-    """``upsert_latest`` of a batch. One statement may not touch a row twice, so of the
-    batch's rows for one key only the latest fact goes (the highest ``rank``; among equal
-    ranks, the last in the batch, as one by one would have left it)."""
-    latest: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for row in rows:
-        k = tuple(row[name] for name in key)
-        kept = latest.get(k)
-        if kept is None or kept["rank"] <= row["rank"]:
-            latest[k] = row
-    if not latest:
-        return
-    table = table_of(model)
-    now = utcnow()
-    values = [{**row, "updated_at": now} for row in latest.values()]
-    stmt = insert_for(dialect_of(session))(table)
-    update = {name: stmt.excluded[name] for name in values[0] if name not in key}
-    session.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[table.c[name] for name in key],
-            set_=update,
-            where=table.c.rank <= stmt.excluded.rank,
-        ),
-        values,
-    )

@@ -222,7 +222,7 @@ def booking_verdicts(ctx: RunContext, booked: ColumnElement[bool], what: str) ->
             ~booked,
             "status_mismatch",
             True,
-            f"{what} according to the provider, but the statement never booked it",
+            f"{what}, but the statement never booked it",
         )
     ]
 
@@ -238,22 +238,32 @@ def refund_time(R: FromClause) -> ColumnElement[datetime]:
 
 def match_refunds(session: Session, ctx: RunContext) -> None:
     R, S, inbox = table_of(PixRefund), table_of(StatementEntry), table_of(InboxItem)
-    r = (
+    ref_of = refund_ref(R)
+    rows = (
         select(
-            refund_ref(R).label("ref"),
+            ref_of.label("ref"),
             R.c.rtr_id,
             R.c.amount_cents,
             R.c.status,
             R.c.natureza,
             R.c.inbox_item_id,
+            # One refund may have been stored as two rows (by each of its ids, before
+            # they were tied): the most advanced speaks for it, or the day's verdicts
+            # would hold its ref twice.
+            func.row_number()
+            .over(partition_by=ref_of, order_by=(R.c.rank.desc(), R.c.id.desc()))
+            .label("nth"),
         )
         .where(ctx.within(refund_time(R)))
-        .subquery("r")
+        .subquery("rows")
     )
+    r = select(*(c for c in rows.c if c.name != "nth")).where(rows.c.nth == 1).subquery("r")
     s = statement_lines(
         ctx, "end_to_end_id", "DEBIT", REFUND_SENT, S.c.end_to_end_id.like("D%"), label="rtr"
     )
-    earlier = select(R.c.rtr_id.label("rtr")).where(ctx.before(refund_time(R))).subquery()
+    earlier = (
+        select(R.c.rtr_id.label("rtr")).where(ctx.before(refund_time(R))).distinct().subquery()
+    )
     ref = func.coalesce(r.c.ref, s.c.rtr)
     joined = (
         r.join(s, r.c.rtr_id == s.c.rtr, full=True)
