@@ -23,10 +23,18 @@ from sqlalchemy import Engine
 from reconcile.confirmation import confirm_all
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.logs import get_logger
+from reconcile.masking import mask_text
 from reconcile.matching.context import Judging
 from reconcile.metrics import JOB_RUNS
 from reconcile.nightly import reconcile_day
-from reconcile.polling.day import Family, Providers, configured, poll_resuming, sources_of
+from reconcile.polling.day import (
+    Family,
+    Providers,
+    configured,
+    poll_resuming,
+    sources_of,
+    statement_polled_until,
+)
 from reconcile.provider.errors import ProviderError
 from reconcile.retention import prune
 from reconcile.schedule import CONFIRM_INTERVAL_SECONDS, leased
@@ -85,7 +93,8 @@ class PeriodicJobs:
 
     def _survive(self, name: str, body: Callable[[], bool]) -> bool:
         """A job that meets an unavailable provider or database is retried at its next
-        tick (its error is recorded by the lease); anything else is a bug and propagates.
+        tick (its error is recorded by the lease); anything else is a bug, logged in one
+        line and retried at the next tick too.
         ``body`` answers whether it ran (``False``: another process holds the lease)."""
         try:
             ran = body()
@@ -93,9 +102,19 @@ class PeriodicJobs:
             log.warning("job_failed", job=name, error=f"{type(exc).__name__}: {exc}")
             JOB_RUNS.labels(name, "failed").inc()
             return False
-        except Exception:
+        except Exception as exc:
+            # A bug: the lease recorded it (the job shows failing in /healthz and
+            # pixrecon_job_failing) and the next tick tries again. One line says what
+            # broke; the stack, whose SQL may carry row values, only at DEBUG.
             JOB_RUNS.labels(name, "failed").inc()
-            raise
+            said = str(exc).strip().splitlines()
+            log.error(
+                "job_crashed",
+                job=name,
+                error=mask_text(f"{type(exc).__name__}: {said[0] if said else ''}"[:500]),
+            )
+            log.debug("job_crashed_stack", job=name, exc_info=True)
+            return False
         JOB_RUNS.labels(name, "success" if ran else "skipped").inc()
         return ran
 
@@ -148,11 +167,14 @@ class PeriodicJobs:
             ) as job:
                 if job is None:
                     return False
+                now = utcnow()
+                polled = statement_polled_until(self._engine, now, self._settings)
                 result = reconcile_day(
                     self._engine,
-                    utcnow().astimezone(BUSINESS_TZ).date(),
+                    now.astimezone(BUSINESS_TZ).date(),
+                    now=now,
                     judging=Judging.from_settings(self._settings),
-                    sources=sources_of(self.providers, self._settings),
+                    sources=sources_of(self.providers, self._settings, statement_polled=polled),
                 )
                 log.info(
                     "reconciled_today",

@@ -70,6 +70,10 @@ class Sources:
     confirm_policy: str = "api"
     problems: tuple[str, ...] = ()
     """Sources that failed while fetching the day, in words."""
+    statement_read: bool = True
+    """The statement was read over the day (fetched for this run, or polled up to its
+    judging time). A day with no statement line is quiet only if it was: otherwise
+    nothing says whether the provider booked anything."""
 
 
 def annotate_pending(session: Session, ctx: RunContext) -> None:
@@ -234,6 +238,12 @@ def incomplete_because(
         )
     elif has_items and not ctx.statement_known:
         reasons.append("the provider's statement has no lines for the day")
+    elif not ctx.statement_known and not sources.statement_read:
+        reasons.append(
+            "the provider's statement was not read for the day and none of its lines is "
+            "stored: nothing says whether money moved (run `pixrecon reconcile` without "
+            "--no-poll, or see why the accounts poll fails)"
+        )
     reasons.extend(unconfirmable(session, ctx, sources))
     return reasons
 

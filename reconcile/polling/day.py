@@ -16,10 +16,13 @@ from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
+from sqlmodel import col
 
 from reconcile.confirmation import ConfirmReport, PaymentLookup, PixLookup, confirm_all
+from reconcile.db import session_scope
 from reconcile.matching.judgement import Sources
+from reconcile.models import ScheduledJob
 from reconcile.polling.accounts import (
     AccountsSource,
     identify_disputed_pix,
@@ -39,7 +42,7 @@ from reconcile.polling.qrcode import (
 from reconcile.polling.store import OnNew, PollResult
 from reconcile.schedule import leased, next_window
 from reconcile.settings import Settings
-from reconcile.timeutil import business_day_bounds, utcnow
+from reconcile.timeutil import as_utc, business_day_bounds, utcnow
 
 # Around a business day: Pix booked near midnight, statement lines that lag.
 DAY_MARGIN = timedelta(hours=1)
@@ -113,9 +116,16 @@ def configured(providers: Providers) -> tuple[Family, ...]:
     return tuple(found)
 
 
-def sources_of(providers: Providers, settings: Settings, fetched: Fetched | None = None) -> Sources:
-    """What the day's judgement can rely on: the configured API families and whatever
-    failed while fetching."""
+def sources_of(
+    providers: Providers,
+    settings: Settings,
+    fetched: Fetched | None = None,
+    *,
+    statement_polled: bool = False,
+) -> Sources:
+    """What the day's judgement can rely on: the configured API families, whatever failed
+    while fetching, and whether the statement was read over the day — by ``fetched``, or
+    (``statement_polled``) by the periodic polls up to the judging time."""
     problems = []
     if fetched is not None and fetched.confirmed is not None and fetched.confirmed.interrupted:
         problems.append("the provider stopped answering while pending movements were confirmed")
@@ -124,7 +134,23 @@ def sources_of(providers: Providers, settings: Settings, fetched: Fetched | None
         accounts=providers.accounts is not None,
         confirm_policy=settings.confirm_policy,
         problems=tuple(problems),
+        statement_read=statement_polled or (fetched is not None and "statement" in fetched.steps),
     )
+
+
+def statement_polled_until(engine: Engine, now: datetime, settings: Settings) -> bool:
+    """Whether the periodic accounts poll has read the statement up to about ``now``: its
+    last window ended within two of its intervals. Its first window reaches back
+    ``PIXRECON_POLL_INITIAL_LOOKBACK_SECONDS`` (a day by default) and each later one
+    overlaps the one before, so a poll that is current has read the day so far."""
+    with session_scope(engine) as session:
+        end = session.execute(
+            select(ScheduledJob.last_window_end).where(  # type: ignore[call-overload]
+                col(ScheduledJob.name) == Family.ACCOUNTS.poll_job
+            )
+        ).scalar_one_or_none()
+    slack = timedelta(seconds=2 * settings.poll_accounts_interval_seconds)
+    return end is not None and as_utc(end) >= now - slack
 
 
 def fetch_window(
