@@ -261,7 +261,14 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
             "the statement debited another amount",
         ),
         *booking_verdicts(ctx, booked, "paid out"),
-        (m.c.status.in_(RETURNED), "refunded", False, "paid out, then returned"),
+        # Part of it is still out: "refunded" would tell finance it all came back.
+        (
+            m.c.status == "PARTIALLY_REFUNDED",
+            "partially_refunded",
+            False,
+            "paid out, then partly returned",
+        ),
+        (m.c.status.in_(RETURNED), "refunded", False, "paid out, then returned in full"),
     ]
     insert_verdicts(
         session,

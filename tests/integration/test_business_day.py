@@ -168,7 +168,7 @@ def test_the_nightly_run_agrees_with_the_ground_truth(day: Day) -> None:
         "REJECTED": "rejected",
         "CANCELED": "rejected",
         "REFUNDED": "refunded",
-        "PARTIALLY_REFUNDED": "refunded",
+        "PARTIALLY_REFUNDED": "partially_refunded",
     }
     for payout in truth.movements_of("payout"):
         verdict = verdicts[("payout", payout.idempotency_key or "")]
