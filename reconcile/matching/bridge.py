@@ -77,7 +77,6 @@ CATEGORIES: tuple[tuple[str, str, int], ...] = (
     ("fees", "fees", -1),
     ("other", "other (unexplained)", 0),
 )
-COUNTED = Confirmation.counted()
 
 
 def _line_category(
@@ -200,11 +199,18 @@ def _webhook_and_api(
     rows: FromClause,
     amounts: list[ColumnElement[Any]],
     inbox_id: ColumnElement[Any],
-    counted: ColumnElement[bool],
+    confirmation: ColumnElement[Any],
 ) -> list[tuple[int, int]]:
     """Per amount of ``rows``: what was notified by webhook and what the API stands
-    behind, all read in one pass over the rows and their items."""
+    behind, all read in one pass over the rows and their items. The API stands behind a
+    row it confirmed, or listed when polled; a notification trusted without a look-up
+    (``PIXRECON_CONFIRM_POLICY=none``) counts in the day's verdicts, by that choice, but
+    is not the API's word, and the API column must not say it is."""
     inbox = table_of(InboxItem)
+    counted = or_(
+        confirmation == Confirmation.CONFIRMED.value,
+        and_(confirmation == Confirmation.NOT_REQUIRED.value, inbox.c.poll_count > 0),
+    )
     sums = session.execute(
         select(
             *(
@@ -252,7 +258,7 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
 
     pix = select(P).where(ctx.within(pix_time(P))).subquery()
     (figures["pix_received"],) = _webhook_and_api(
-        session, pix, [pix.c.amount_cents], pix.c.inbox_item_id, pix.c.confirmation.in_(COUNTED)
+        session, pix, [pix.c.amount_cents], pix.c.inbox_item_id, pix.c.confirmation
     )
     refunds = select(R).where(ctx.within(refund_time(R)), R.c.status == "DEVOLVIDO").subquery()
     med = refunds.c.natureza.in_(MED_NATURES)
@@ -264,7 +270,7 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
             case((med, refunds.c.amount_cents), else_=0),
         ],
         refunds.c.inbox_item_id,
-        refunds.c.confirmation.in_(COUNTED),
+        refunds.c.confirmation,
     )
     payouts = latest_payouts(ctx)
     figures["payouts"], returned_before = _webhook_and_api(
@@ -282,7 +288,7 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
             ),
         ],
         payouts.c.inbox_item_id,
-        payouts.c.confirmation.in_(COUNTED),
+        payouts.c.confirmation,
     )
     returns = day_returns(ctx)
     made = or_(returns.c.status.is_(None), returns.c.status.not_in(NOT_PAID))
@@ -291,7 +297,7 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
         returns,
         [case((made, returns.c.amount_cents), else_=0)],
         returns.c.inbox_item_id,
-        returns.c.confirmation.in_(COUNTED),
+        returns.c.confirmation,
     )
     figures["payout_returns"] = (
         returned_before[0] + returned[0],
