@@ -82,6 +82,9 @@ def money_checks(report: dict[str, Any], outcome: ScenarioOutcome) -> Section:
         for m in outcome.movements_of("pix_received")
         if m.booked and outcome.day_start <= m.at < outcome.day_end
     )
+    # A fee netted from its Pix's credit line is in no line of its own: the bridge shows
+    # the Pix gross and the fee apart, as the statement's own fee field says.
+    netted_fees = outcome.totals.fees_cents - truth("PIX_RECEIVED_FEE")
     return Section(
         "Money: the nightly report against the sandbox's books",
         (
@@ -97,7 +100,7 @@ def money_checks(report: dict[str, Any], outcome: ScenarioOutcome) -> Section:
             Check(
                 "Pix received, booked",
                 _statement(bridge, "pix_received"),
-                truth("PIX_RECEIVED"),
+                truth("PIX_RECEIVED") + netted_fees,
                 True,
             ),
             Check(
@@ -113,7 +116,7 @@ def money_checks(report: dict[str, Any], outcome: ScenarioOutcome) -> Section:
                 truth("PIX_PAYMENT_REFUND"),
                 True,
             ),
-            Check("provider fees", _statement(bridge, "fees"), truth("PIX_RECEIVED_FEE"), True),
+            Check("provider fees", _statement(bridge, "fees"), outcome.totals.fees_cents, True),
             Check(
                 "closing balance",
                 report["balance"]["closing_cents"],

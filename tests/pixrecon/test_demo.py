@@ -179,6 +179,19 @@ def test_another_scenario_on_another_day(tmp_path: Path) -> None:
     assert "every figure agrees with the sandbox" in ran.stdout
 
 
+def test_fees_netted_from_their_pix_agree_with_the_sandbox(tmp_path: Path) -> None:
+    """Netted, a fee has no line of its own: the bridge shows the Pix gross and the fee
+    apart, and the self-check must compare like with like (it once reported both as
+    discrepancies, and exit 1, on a day that reconciled)."""
+    netted = tmp_path / "netted.json"
+    text = (EXAMPLES / "fees.json").read_text(encoding="utf-8")
+    assert '"booking": "line"' in text
+    netted.write_text(text.replace('"booking": "line"', '"booking": "netted"'), encoding="utf-8")
+    ran = run_pixrecon("demo", "--scenario", str(netted), cwd=tmp_path, env=clean_env(), timeout=90)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert "every figure agrees with the sandbox" in ran.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [
