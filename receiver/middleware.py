@@ -17,14 +17,30 @@ REQUEST_ID_HEADER = "x-request-id"
 
 
 _SLASHES = re.compile(r"/{2,}")
+# A merchant who registers the full ``…/webhooks/qrcode/pix`` gets the ``/pix`` the provider
+# appends doubled (``rec`` and ``cobr`` likewise).
+_DOUBLED = re.compile(r"^(/webhooks/qrcode/(pix|rec|cobr))/\2$")
+
+
+def webhook_path(path: str) -> str:
+    """The route a webhook URL as registered means; other paths as they are."""
+    normal = path
+    if "//" in normal or (normal.endswith("/") and normal != "/"):
+        normal = _SLASHES.sub("/", normal).rstrip("/")
+    normal = _DOUBLED.sub(r"\1", normal)
+    if normal.startswith("/webhooks/") or normal == "/webhooks":
+        return normal
+    return path
 
 
 class WebhookPaths:
     """A webhook URL registered with a trailing slash (``…/webhooks/qrcode/``) makes the
     provider post to ``…/webhooks/qrcode//pix``, and some senders add a trailing slash of
-    their own. Answering those 404, or a redirect the sender may not follow, counts towards
-    the provider disabling the webhook: repeated and trailing slashes of a webhook path are
-    dropped before routing."""
+    their own; one registered with its route (``…/webhooks/qrcode/pix``) makes it post to
+    ``…/webhooks/qrcode/pix/pix``. Answering those 404, or a redirect the sender may not
+    follow, counts towards the provider disabling the webhook: repeated and trailing
+    slashes of a webhook path, and a doubled last segment of a QR code route, are dropped
+    before routing."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -32,10 +48,9 @@ class WebhookPaths:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             path: str = scope["path"]
-            if "//" in path or (path.endswith("/") and path != "/"):
-                normal = _SLASHES.sub("/", path).rstrip("/")
-                if normal.startswith("/webhooks/") or normal == "/webhooks":
-                    scope = {**scope, "path": normal, "raw_path": normal.encode()}
+            normal = webhook_path(path)
+            if normal != path:
+                scope = {**scope, "path": normal, "raw_path": normal.encode()}
         await self.app(scope, receive, send)
 
 

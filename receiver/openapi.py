@@ -12,8 +12,13 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from reconcile.payloads.accounts import DATA_MODELS
-from reconcile.payloads.automatico import CobRNotification, RecNotification
-from reconcile.payloads.pix import Devolucao, PixItem
+from reconcile.payloads.automatico import (
+    COBR_FIELDS,
+    REC_FIELDS,
+    CobRNotification,
+    RecNotification,
+)
+from reconcile.payloads.pix import PIX_FIELDS, Devolucao, PixItem
 
 REF = "#/components/schemas/{model}"
 ERRORS = {
@@ -26,8 +31,6 @@ ERRORS = {
 }
 # Where no shape of the route fits, the body is stored whole as `unsupported`, and accepted.
 NOT_A_CONTAINER = {"not": {"type": ["array", "object"]}}
-# ``{}`` names nothing (a provider checking that the URL answers): kept as unsupported too.
-EMPTY_OBJECT = {"type": "object", "maxProperties": 0}
 
 
 def _schemas() -> dict[str, Any]:
@@ -110,22 +113,39 @@ def _some_of(one: dict[str, Any]) -> dict[str, Any]:
     return {"type": "array", "anyOf": [{"maxItems": 0}, {"contains": one}]}
 
 
-def _family_body(wrapper: str, item: str, description: str) -> dict[str, Any]:
+def _family_body(
+    wrapper: str, item: str, fields: frozenset[str], description: str
+) -> dict[str, Any]:
     """``{wrapper: [...]}``, ``{wrapper: {...}}``, a flat item or a bare array of items
-    (docs/design.md §4); anything else is kept as unsupported."""
+    (docs/design.md §4), also inside one ``data`` or ``payload`` envelope; a flat object or
+    an array with none of an item's ``fields`` is no item, and like anything else is kept
+    as unsupported."""
     one = _ref(item)
+    looks_like = {"type": "object", "anyOf": [{"required": [name]} for name in sorted(fields)]}
+    wrapped = {
+        "type": "object",
+        "required": [wrapper],
+        "properties": {wrapper: {"anyOf": [_some_of(one), one, NOT_A_CONTAINER]}},
+    }
+
+    def enveloped(name: str) -> dict[str, Any]:
+        return {"required": [name], "properties": {name: {"type": "object", "required": [wrapper]}}}
+
     return {
         "description": description,
         "anyOf": [
-            {
-                "type": "object",
-                "required": [wrapper],
-                "properties": {wrapper: {"anyOf": [_some_of(one), one, NOT_A_CONTAINER]}},
-            },
-            {"allOf": [one, {"not": {"required": [wrapper]}}]},
+            wrapped,
+            {"allOf": [one, looks_like, {"not": {"required": [wrapper]}}]},
             _some_of(one),
             NOT_A_CONTAINER,
-            EMPTY_OBJECT,
+            {"type": "array", "not": {"contains": looks_like}},
+            {
+                "type": "object",
+                "not": {"anyOf": [looks_like, {"required": [wrapper]}]},
+                "if": enveloped("data"),
+                "then": {"properties": {"data": wrapped}},
+                "else": {"if": enveloped("payload"), "then": {"properties": {"payload": wrapped}}},
+            },
         ],
     }
 
@@ -174,7 +194,9 @@ def _accounts_body() -> dict[str, Any]:
 def build_openapi(secret_header: str) -> dict[str, Any]:
     pix = _webhook(
         "BCB Pix callback (Pix received and their refunds)",
-        _family_body("pix", "PixItem", "the BCB body, and the shapes real deliveries also use"),
+        _family_body(
+            "pix", "PixItem", PIX_FIELDS, "the BCB body, and the shapes real deliveries also use"
+        ),
     )
     accounts = _webhook(
         "Accounts API notification; unknown types are stored as unsupported", _accounts_body()
@@ -222,11 +244,18 @@ def build_openapi(secret_header: str) -> dict[str, Any]:
             "/webhooks/qrcode": pix,
             "/webhooks/qrcode/rec": _webhook(
                 "Pix Automático recurrences",
-                _family_body("recs", "RecNotification", "the BCB WebhookRecBody, and variants"),
+                _family_body(
+                    "recs", "RecNotification", REC_FIELDS, "the BCB WebhookRecBody, and variants"
+                ),
             ),
             "/webhooks/qrcode/cobr": _webhook(
                 "Pix Automático recurring charges",
-                _family_body("cobsr", "CobRNotification", "the BCB WebhookCobRBody, and variants"),
+                _family_body(
+                    "cobsr",
+                    "CobRNotification",
+                    COBR_FIELDS,
+                    "the BCB WebhookCobRBody, and variants",
+                ),
             ),
             "/webhooks/accounts": accounts,
             "/webhooks/accounts/{kind}": accounts_kind,

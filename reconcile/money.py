@@ -6,9 +6,13 @@ import re
 from decimal import Decimal, InvalidOperation
 
 CENT = Decimal("0.01")
-# As in the BCB spec ("\\d{1,10}\\.\\d{2}"), but tolerant of fewer decimals and a sign;
-# exponents, spaces and thousands separators are refused, never guessed at.
-AMOUNT_TEXT = re.compile(r"^-?[0-9]+(\.[0-9]{1,2})?$")
+# JSON's number grammar (leading zeros tolerated): serializers differ in how they write the
+# same amount — Java's BigDecimal sends ``1.5E+2``, others ``110.000`` — and any notation of
+# a whole number of centavos is that amount, exactly. Spaces, thousands separators and
+# decimal commas are refused, never guessed at.
+AMOUNT_TEXT = re.compile(r"^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
+# No notation of an amount anybody means is longer; longer text is not worth parsing.
+LONGEST_AMOUNT_TEXT = 64
 # The BCB caps amounts at ten integer digits; anything larger is junk (or an attack on
 # Decimal arithmetic), and it would not fit a BIGINT of centavos either.
 MAX_AMOUNT = Decimal("9999999999.99")
@@ -19,35 +23,32 @@ class InvalidAmount(ValueError):
 
 
 def parse_amount(value: object) -> Decimal:
-    """Accept ``"110.00"``, ``110.0`` parsed as Decimal, or an int; reject floats and junk.
+    """An amount to the centavo: ``"110.00"``, a ``Decimal`` or an int, in any notation of
+    a whole number of centavos (``"1.5E+2"``, ``"110.000"``); floats and junk are refused.
 
     Floats are refused because by the time a float exists the exact value may already be
-    lost; the receiver parses JSON numbers straight into ``Decimal``.
+    lost; the receiver parses JSON numbers straight into ``Decimal``. Every reader of an
+    amount — the receiver, the workers, the confirmation's look-ups, the matchers — comes
+    here, so none can read an amount another refuses.
     """
-    if isinstance(value, bool | float):
+    if isinstance(value, bool) or not isinstance(value, int | Decimal | str):
         raise InvalidAmount(
             f"amount must be a decimal string or number, got {type(value).__name__}"
         )
-    if isinstance(value, int):
+    if isinstance(value, str) and (
+        len(value) > LONGEST_AMOUNT_TEXT or not AMOUNT_TEXT.match(value)
+    ):
+        raise InvalidAmount('not a decimal amount such as "110.00"')
+    try:
         amount = Decimal(value)
-    elif isinstance(value, Decimal):
-        amount = value
-    elif isinstance(value, str):
-        if not AMOUNT_TEXT.match(value):
-            raise InvalidAmount('not a decimal amount such as "110.00"')
-        try:
-            amount = Decimal(value)
-        except InvalidOperation:
-            raise InvalidAmount('not a decimal amount such as "110.00"') from None
-    else:
-        raise InvalidAmount(
-            f"amount must be a decimal string or number, got {type(value).__name__}"
-        )
-    if not amount.is_finite() or abs(amount) > MAX_AMOUNT:
-        raise InvalidAmount(f"amount out of range (at most {MAX_AMOUNT})")
-    if amount.quantize(CENT) != amount:
-        raise InvalidAmount(f"amount has more than 2 decimal places: {value!r}")
-    return amount
+        if not amount.is_finite() or abs(amount) > MAX_AMOUNT:
+            raise InvalidAmount(f"amount out of range (at most {MAX_AMOUNT})")
+        cents = amount.quantize(CENT)
+    except (InvalidOperation, OverflowError):
+        raise InvalidAmount(f"amount out of range (at most {MAX_AMOUNT})") from None
+    if cents != amount:
+        raise InvalidAmount(f"amount is not a whole number of centavos: {value!r}")
+    return cents
 
 
 def to_cents(amount: Decimal) -> int:

@@ -22,30 +22,40 @@ from reconcile.payloads.tolerant import (
     timestamp,
 )
 
-AMOUNT_EXPECTED = 'an amount: a decimal string such as "110.00" or a number, at most 2 decimals'
+AMOUNT_EXPECTED = (
+    'an amount: a number or numeric string such as "110.00", a whole number of centavos'
+)
 UNKNOWN_STATUS = "UNKNOWN"
 """Stands for a status that is absent or unreadable, in keys and in domain tables."""
 
 
-def _amount(value: object) -> Decimal:
+def read_amount(value: object, *, signed: bool = False) -> Decimal:
+    """An amount, to the centavo, whichever way its number is written; ``ValueError`` when
+    its value is not a whole number of centavos within the BCB's range.
+
+    The receiver reads the parsed body, the worker the stored payload, where the same
+    number may have become text: both come here (and so to ``parse_amount``, the one rule
+    for every amount), so the two can never disagree about an amount."""
     try:
         amount = parse_amount(value)
     except InvalidAmount:
-        # The parser's message may quote the value; an expectation never does.
         raise ValueError(AMOUNT_EXPECTED) from None
-    if amount < 0:
+    if amount < 0 and not signed:
         raise ValueError(AMOUNT_EXPECTED)
     return amount
 
 
 AMOUNT_SCHEMA = {
-    "description": 'exact amount: a string such as "110.00" or a JSON number',
+    "description": (
+        'exact amount: a string such as "110.00" or a JSON number; any notation of a whole'
+        " number of centavos (1.5E+2, 110.000) is read too"
+    ),
     "anyOf": [
         {"type": "string", "pattern": "^[0-9]{1,10}(\\.[0-9]{1,2})?$"},
         {"type": "number", "minimum": 0, "maximum": 9999999999.99, "multipleOf": 0.01},
     ],
 }
-Amount = Annotated[Decimal, BeforeValidator(_amount), WithJsonSchema(AMOUNT_SCHEMA)]
+Amount = Annotated[Decimal, BeforeValidator(read_amount), WithJsonSchema(AMOUNT_SCHEMA)]
 AMOUNT = Expect(AMOUNT_EXPECTED, required=True)
 """An amount the provider always sends: absent or unreadable, it is flagged."""
 
@@ -80,6 +90,7 @@ __all__ = [
     "Tolerant",
     "one_of",
     "pointer",
+    "read_amount",
     "timestamp",
     "violations",
 ]

@@ -93,30 +93,59 @@ def latest_update(status: str | None, history: list[Atualizacao]) -> str:
     return max(dated)[1] if dated else same[-1].data or ""
 
 
+# What tells a flat object for a recurrence or a recurring charge (docs/design.md §4): the
+# fields the models read and those the BCB documents. ``status`` is left out: alone, it is
+# as likely a sender's health check as an item that lost its key.
+REC_FIELDS = frozenset(RecNotification.model_fields) - {"status"} | {
+    "vinculo",
+    "calendario",
+    "valor",
+    "recebedor",
+    "politicaRetentativa",
+    "loc",
+    "ativacao",
+    "encerramento",
+}
+COBR_FIELDS = frozenset(CobRNotification.model_fields) - {"status"} | {
+    "calendario",
+    "valor",
+    "recebedor",
+    "devedor",
+    "infoAdicional",
+    "ajusteDiaUtil",
+    "encerramento",
+}
+
+
 def _callback_items(
     document: Any,
     model: type[RecNotification] | type[CobRNotification],
     wrapper: str,
+    fields: frozenset[str],
     kind: ItemKind,
     what: str,
 ) -> list[NewItem]:
     """The items of a Pix Automático callback: one per recurrence or recurring charge,
     keyed by what it is and how far it went; a body that cannot be split is kept whole."""
     try:
-        candidates = split_body(document, wrapper, what)
+        split = split_body(document, wrapper, what, fields)
     except Unsplittable as exc:
         return [unsupported_item(kind.name, document, exc.warning)]
     refusal = Refusal()
     items = [
         new_item(kind, found.item_key(), raw, found.warnings())
-        for found, raw, _ in keyed(model, candidates, f"a {what}", refusal)
+        for found, raw, _ in keyed(model, split.candidates, f"a {what}", refusal)
     ]
-    return refusal.keep_the_rest(items, kind.name, f"a {what}")
+    return split.flag(refusal.keep_the_rest(items, kind.name, f"a {what}"))
 
 
 def rec_callback_items(document: Any) -> list[NewItem]:
-    return _callback_items(document, RecNotification, "recs", ItemKind.REC, "recurrence")
+    return _callback_items(
+        document, RecNotification, "recs", REC_FIELDS, ItemKind.REC, "recurrence"
+    )
 
 
 def cobr_callback_items(document: Any) -> list[NewItem]:
-    return _callback_items(document, CobRNotification, "cobsr", ItemKind.COBR, "recurring charge")
+    return _callback_items(
+        document, CobRNotification, "cobsr", COBR_FIELDS, ItemKind.COBR, "recurring charge"
+    )

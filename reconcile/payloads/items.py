@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from reconcile.inbox import NewItem, dump_json
 from reconcile.models import ItemKind, ItemStatus
 from reconcile.payloads import PayloadInvalid, violations
-from reconcile.payloads.refs import item_refs, ref_values
+from reconcile.payloads.refs import ENVELOPES, item_refs, ref_values
 from reconcile.payloads.tolerant import ItemWarning, Tolerant, pointer
 
 M = TypeVar("M", bound=Tolerant)
@@ -35,19 +35,61 @@ class Unsplittable(Exception):
         self.warning = warning
 
 
-def split_body(document: Any, wrapper: str, what: str) -> list[Candidate]:
+@dataclass(frozen=True)
+class Split:
+    """Where a body puts its items, and what about the body itself was not as documented
+    (flagged on every item it holds)."""
+
+    candidates: list[Candidate]
+    warnings: list[ItemWarning] = field(default_factory=list)
+
+    def flag(self, items: list[NewItem]) -> list[NewItem]:
+        if not self.warnings:
+            return items
+        return [
+            replace(item, warnings=tuple(_unique([*self.warnings, *item.warnings])))
+            for item in items
+        ]
+
+
+def _shapes(wrapper: str, what: str) -> str:
+    return f'{{"{wrapper}": [...]}}, one {what} object or an array of them'
+
+
+def _looks_like(value: Any, fields: frozenset[str]) -> bool:
+    return isinstance(value, dict) and not fields.isdisjoint(value)
+
+
+def split_body(document: Any, wrapper: str, what: str, fields: frozenset[str]) -> Split:
     """``{wrapper: [...]}`` (the standard), ``{wrapper: {...}}``, a flat object or a bare
-    array: every shape real deliveries use (docs/design.md §4)."""
+    array: every shape real deliveries use (docs/design.md §4). ``fields`` are the item's
+    own: a flat object or a bare array is taken for items only when it has some, because
+    whatever else a provider posts (a registration test, a ping) is no item without its
+    key, and refusing it brings the webhook closer to being disabled."""
+    if isinstance(document, dict) and wrapper not in document and not _looks_like(document, fields):
+        # Some senders wrap the documented body once more, as accounts notifications are.
+        for name in ENVELOPES:
+            inner = document.get(name)
+            if isinstance(inner, dict) and wrapper in inner:
+                at = pointer([name])
+                found = _split(inner, wrapper, what, fields)
+                flagged = ItemWarning(at, f'{{"{wrapper}": [...]}} itself, not under {name}')
+                return Split([(at + where, raw) for where, raw in found], [flagged])
+    return Split(_split(document, wrapper, what, fields))
+
+
+def _split(document: Any, wrapper: str, what: str, fields: frozenset[str]) -> list[Candidate]:
     if isinstance(document, list):
+        if document and not any(_looks_like(entry, fields) for entry in document):
+            raise Unsplittable(ItemWarning("/", _shapes(wrapper, what)))
         return [(pointer([i]), entry) for i, entry in enumerate(document)]
     if isinstance(document, dict):
-        if not document:
-            # ``{}`` names nothing at all — a provider checking that the URL answers, not
-            # an item without its key: kept as unsupported, never refused.
-            raise Unsplittable(
-                ItemWarning("/", f'{{"{wrapper}": [...]}}, one {what} object or an array of them')
-            )
         if wrapper not in document:
+            # ``{}`` or an object with none of an item's fields names nothing at all — a
+            # provider checking that the URL answers, not an item without its key: kept
+            # as unsupported, never refused.
+            if not _looks_like(document, fields):
+                raise Unsplittable(ItemWarning("/", _shapes(wrapper, what)))
             return [("", document)]
         inner = document[wrapper]
         if isinstance(inner, list):
@@ -57,9 +99,7 @@ def split_body(document: Any, wrapper: str, what: str) -> list[Candidate]:
         raise Unsplittable(
             ItemWarning(pointer([wrapper]), f"an array of {what} objects or one {what} object")
         )
-    raise Unsplittable(
-        ItemWarning("/", f'{{"{wrapper}": [...]}}, one {what} object or an array of them')
-    )
+    raise Unsplittable(ItemWarning("/", _shapes(wrapper, what)))
 
 
 class Refusal:
@@ -114,27 +154,35 @@ class Refusal:
         ]
 
 
+def _as_it_came(raw: Any) -> Any:
+    return raw
+
+
 def keyed(
-    model: type[M], candidates: Sequence[Candidate], what: str, refusal: Refusal
+    model: type[M],
+    candidates: Sequence[Candidate],
+    what: str,
+    refusal: Refusal,
+    kept: Callable[[Any], Any] = _as_it_came,
 ) -> list[tuple[M, dict[str, Any], str]]:
     """Each candidate read as ``model``: (model, raw object, pointer) for those with their
-    key; the others go to ``refusal``."""
+    key; the others go to ``refusal``, as ``kept`` makes them."""
     found = []
     for at, raw in candidates:
         if not isinstance(raw, dict):
             refusal.not_an_object(at, what)
-            refusal.rejected.append((at, raw))
+            refusal.rejected.append((at, kept(raw)))
             continue
         try:
             parsed = model.model_validate(raw)
         except ValidationError as exc:
             # Only a model with required fields besides its key gets here.
             refusal.violations.extend(violations(exc, at))
-            refusal.rejected.append((at, raw))
+            refusal.rejected.append((at, kept(raw)))
             continue
         if not parsed.key_found():
             refusal.without_key(parsed, at)
-            refusal.rejected.append((at, raw))
+            refusal.rejected.append((at, kept(raw)))
             continue
         found.append((parsed, raw, at))
     return found

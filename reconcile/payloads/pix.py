@@ -179,13 +179,24 @@ def refund_key(end_to_end_id: str, refund: Devolucao) -> str:
     return f"refund:{end_to_end_id}:{refund.id}:{status}"
 
 
+def _refund_payload(end_to_end_id: str, raw_refund: Any) -> dict[str, Any]:
+    return {"endToEndId": end_to_end_id, "devolucao": raw_refund}
+
+
 def _pix_items(pix: PixItem, raw: dict[str, Any], at: str, refusal: Refusal) -> list[NewItem]:
     assert pix.endToEndId is not None
-    items = [new_item(ItemKind.PIX, pix_key(pix.endToEndId), raw, pix.warnings())]
+    end_to_end_id = pix.endToEndId
+    items = [new_item(ItemKind.PIX, pix_key(end_to_end_id), raw, pix.warnings())]
     for refund, raw_refund, _ in keyed(
-        Devolucao, [(at + p, r) for p, r in pix.refund_candidates()], "a refund", refusal
+        Devolucao,
+        [(at + p, r) for p, r in pix.refund_candidates()],
+        "a refund",
+        refusal,
+        # A refund without its key is kept with its Pix's: the same refund of two Pix is
+        # two facts, not a duplicate, and the Pix's endToEndId finds it.
+        lambda raw_refund: _refund_payload(end_to_end_id, raw_refund),
     ):
-        payload = {"endToEndId": pix.endToEndId, "devolucao": raw_refund}
+        payload = _refund_payload(end_to_end_id, raw_refund)
         items.append(
             new_item(
                 ItemKind.PIX_REFUND,
@@ -209,15 +220,19 @@ def pix_items(pix: PixItem, raw: dict[str, Any], at: str = "") -> list[NewItem]:
     return items
 
 
+PIX_FIELDS = frozenset(PixItem.model_fields)
+"""A flat object with none of these is no Pix (docs/design.md §4)."""
+
+
 def pix_callback_items(document: Any) -> list[NewItem]:
     try:
-        candidates = split_body(document, "pix", "Pix")
+        split = split_body(document, "pix", "Pix", PIX_FIELDS)
     except Unsplittable as exc:
         return [unsupported_item("PIX", document, exc.warning)]
     refusal = Refusal()
     items = [
         item
-        for pix, raw, at in keyed(PixItem, candidates, "a Pix", refusal)
+        for pix, raw, at in keyed(PixItem, split.candidates, "a Pix", refusal)
         for item in _pix_items(pix, raw, at, refusal)
     ]
-    return refusal.keep_the_rest(items, "PIX", "a Pix or a refund")
+    return split.flag(refusal.keep_the_rest(items, "PIX", "a Pix or a refund"))

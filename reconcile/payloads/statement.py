@@ -6,27 +6,26 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
+from functools import partial
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator
 
 from reconcile.inbox import NewItem, dump_json
 from reconcile.models import ItemKind
-from reconcile.money import InvalidAmount, parse_amount
-from reconcile.payloads import Amount, Tolerant
+from reconcile.payloads import Amount, Tolerant, read_amount
 from reconcile.payloads.items import new_item
 
 # A running balance may be negative (an infraction debit on an empty account).
-SignedAmount = Annotated[Decimal, BeforeValidator(parse_amount)]
+SignedAmount = Annotated[Decimal, BeforeValidator(partial(read_amount, signed=True))]
 
 
 def _optional_amount(value: object) -> Decimal | None:
     """An extra the line may carry; unreadable or negative reads as absent, not an error."""
     try:
-        amount = parse_amount(value)
-    except InvalidAmount:
+        return read_amount(value)
+    except ValueError:
         return None
-    return amount if amount >= 0 else None
 
 
 # A fee the provider netted from the line (``amount`` is then what reached the account).

@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from reconcile.timeutil import parse_timestamp
+from reconcile.timeutil import BUSINESS_TZ, parse_timestamp
 
 
 class ItemWarning(NamedTuple):
@@ -56,6 +56,14 @@ class Expect:
     what: str
     ok: Callable[[Any], bool] = field(default=_always)
     required: bool = False
+    nearly: Callable[[Any], str | None] | None = None
+    """For a value ``ok`` accepts that was read by a guess: what was expected instead."""
+
+    def problem(self, value: Any) -> str | None:
+        """What was expected instead of ``value`` (present), ``None`` when it is fine."""
+        if not self.ok(value):
+            return self.what
+        return self.nearly(value) if self.nearly is not None else None
 
 
 def one_of(*values: str, required: bool = False) -> Expect:
@@ -69,10 +77,34 @@ EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
-def read_timestamp(raw: object) -> datetime | None:
-    """``parse_timestamp``, with instants nobody means (year 1, year 9999) unreadable too."""
+WITHOUT_OFFSET = "an RFC 3339 date-time with its offset (read as São Paulo time)"
+
+
+def _local_time(raw: object) -> datetime | None:
+    """A date-time (or a date alone) written without an offset, as written; ``None`` for
+    anything else."""
+    if not isinstance(raw, str):
+        return None
     try:
-        when = parse_timestamp(raw)
+        parsed = datetime.fromisoformat(raw.strip())
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is None else None
+
+
+def read_timestamp(raw: object) -> datetime | None:
+    """``parse_timestamp``, with instants nobody means (year 1, year 9999) unreadable too.
+
+    Every time of a payload is read here, by the receiver and the workers alike. The BCB
+    requires an offset; a Brazilian provider that leaves it out means São Paulo's time,
+    and reading it as UTC would move a Pix of the evening into the next business day."""
+    try:
+        local = _local_time(raw)
+        when = (
+            local.replace(tzinfo=BUSINESS_TZ).astimezone(UTC)
+            if local is not None
+            else parse_timestamp(raw)
+        )
     except OverflowError:
         return None
     return when if when is not None and EARLIEST <= when < LATEST else None
@@ -82,8 +114,12 @@ def _is_timestamp(value: Any) -> bool:
     return read_timestamp(value) is not None
 
 
+def _without_offset(value: Any) -> str | None:
+    return WITHOUT_OFFSET if _local_time(value) is not None else None
+
+
 def timestamp(*, required: bool = False) -> Expect:
-    return Expect("an RFC 3339 date-time", _is_timestamp, required)
+    return Expect("an RFC 3339 date-time", _is_timestamp, required, _without_offset)
 
 
 def _expected(problem: ErrorDetails) -> str:
@@ -264,8 +300,11 @@ class Tolerant(BaseModel):
             if at in already:
                 continue
             value = getattr(self, name, None)
-            if (value is None and expect.required) or (value is not None and not expect.ok(value)):
-                found.append(ItemWarning(at, expect.what))
+            problem = expect.problem(value) if value is not None else None
+            if value is None and expect.required:
+                problem = expect.what
+            if problem is not None:
+                found.append(ItemWarning(at, problem))
         return found
 
     def warnings(self, at: str = "") -> list[ItemWarning]:

@@ -73,6 +73,28 @@ def test_a_url_registered_with_a_trailing_slash_still_reaches_the_pix_route(
     assert route in ("/webhooks/qrcode/pix", "/webhooks/qrcode")
 
 
+@pytest.mark.parametrize(
+    ("path", "route", "body"),
+    [
+        ("/webhooks/qrcode/pix/pix", "/webhooks/qrcode/pix", {"pix": [pix()]}),
+        ("/webhooks/qrcode/pix//pix/", "/webhooks/qrcode/pix", {"pix": [pix()]}),
+        ("/webhooks/qrcode/rec/rec", "/webhooks/qrcode/rec", {"recs": [{"idRec": "RR1"}]}),
+        ("/webhooks/qrcode/cobr/cobr", "/webhooks/qrcode/cobr", {"cobsr": [{"txid": "tx1"}]}),
+    ],
+)
+def test_a_url_registered_with_its_route_gets_the_doubled_segment_routed(
+    running_node: RunningNode, path: str, route: str, body: object
+) -> None:
+    # Registered as ``…/webhooks/qrcode/pix``, the provider appends ``/pix`` once more.
+    response = running_node.http.post(path, json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["new"] == 1
+    with session_scope(running_node.node.engine) as session:
+        stored = session.execute(select(col(WebhookDelivery.route))).scalar_one()
+    assert stored == route
+    assert running_node.http.post("/webhooks/qrcode/pix/rec", json=body).status_code == 404
+
+
 def test_batch_of_three_makes_three_items(running_node: RunningNode) -> None:
     response = running_node.post_pix({"pix": [pix(), pix(), pix(txid=None)]})
     assert response.json() == {"items": 3, "new": 3, "duplicates": 0}
@@ -132,9 +154,7 @@ def test_numbers_and_strings_are_exact(running_node: RunningNode) -> None:
     ("content", "content_type", "status", "slug"),
     [
         (b'{"pix": [', "application/json", 400, "malformed-json"),
-        (b"", "application/json", 400, "malformed-json"),
         (b"pix=1", "application/x-www-form-urlencoded", 415, "unsupported-media-type"),
-        (b"", "text/plain", 415, "unsupported-media-type"),
     ],
 )
 def test_malformed_bodies_get_problem_json_and_store_nothing(
@@ -293,7 +313,11 @@ def test_a_pix_without_its_key_does_not_cost_the_others_of_its_batch(
         json.loads(warnings)[0]["pointer"]: json.loads(payload) for payload, warnings in kept
     }
     assert by_place == {
-        "/pix/0/devolucoes/0": {"valor": "1.00", "status": "DEVOLVIDO"},
+        # Kept with its Pix's key: the same refund of another Pix is another item.
+        "/pix/0/devolucoes/0": {
+            "endToEndId": good["endToEndId"],
+            "devolucao": {"valor": "1.00", "status": "DEVOLVIDO"},
+        },
         "/pix/1": bad,
         "/pix/2": 42,
     }

@@ -10,7 +10,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from reconcile.models import (
     WebhookDelivery,
 )
 from reconcile.processing import process_items
+from reconcile.timeutil import as_utc
 from tests.conftest import SECRET, make_settings
 from tests.factories import e2e_id, pix
 from tests.receiver.deliveries import (
@@ -312,3 +313,146 @@ def test_no_input_gives_a_5xx(sqlite_engine: Engine, route: str, body: bytes) ->
         response = _post(client, route, body)
     assert response.status_code in (200, 400), response.text
     assert _process_pending(sqlite_engine) == []
+
+
+def test_amounts_in_any_exact_notation_reach_the_tables(engine: Engine, client: InProcess) -> None:
+    text = (
+        '{"pix": [{"endToEndId": "E1", "valor": 1e2, "horario": "2026-11-22T15:00:00-03:00",'
+        ' "devolucoes": {"id": "d1", "valor": 3.000, "status": "DEVOLVIDO"}},'
+        ' {"endToEndId": "E2", "valor": 110.000, "horario": "2026-11-22T15:00:00-03:00"}]}'
+    )
+    body = text.replace('"E1"', f'"{e2e_id(1)}"').replace('"E2"', f'"{e2e_id(2)}"').encode()
+    assert _post(client, "/webhooks/qrcode/pix", body).status_code == 200
+    receive = accounts_sample("receive.json", "data").body
+    accounts_body = dumps(receive).replace(b'"42.00"', b"1.5E+2")
+    assert _post(client, "/webhooks/accounts", accounts_body).status_code == 200
+    assert all(item.warnings in (None, "[]") for item in _items(engine).values())
+
+    assert _process_pending(engine) == []
+    with session_scope(engine) as session:
+        received = {
+            r.end_to_end_id: r.amount_cents for r in session.execute(select(PixReceived)).scalars()
+        }
+        refunded = session.execute(select(PixRefund)).scalar_one()
+        movement = session.execute(select(AccountMovement)).scalar_one()
+        stored = (
+            session.execute(select(WebhookDelivery).order_by(col(WebhookDelivery.id)))
+            .scalars()
+            .first()
+        )
+    assert received == {e2e_id(1): 10000, e2e_id(2): 11000}
+    assert refunded.amount_cents == 300
+    assert movement.amount_cents == 15000
+    assert stored is not None
+    assert stored.body == body
+
+
+QR_ROUTES = [
+    "/webhooks/qrcode/pix",
+    "/webhooks/qrcode",
+    "/webhooks/qrcode/rec",
+    "/webhooks/qrcode/cobr",
+]
+
+
+def test_pings_and_bodies_of_other_shapes_are_kept_and_answered_200(
+    sqlite_engine: Engine,
+) -> None:
+    bodies: list[Any] = [
+        {"evento": "teste_webhook"},
+        {"test": True},
+        {"ping": "pong"},
+        {"Pix": [pix(e2e=e2e_id(1))]},
+        [[pix(e2e=e2e_id(1))]],
+        {"cobr": [{"txid": "abc", "status": "ATIVA"}]},
+    ]
+    with receiver(sqlite_engine) as client:
+        for route in QR_ROUTES:
+            for body in bodies:
+                response = client.post(route, json=body)
+                assert response.status_code == 200, (route, body, response.text)
+                assert response.json()["items"] == 1
+        enveloped = client.post(
+            "/webhooks/qrcode/pix", json={"data": {"pix": [pix(e2e=e2e_id(2))]}}
+        )
+        assert enveloped.json() == {"items": 1, "new": 1, "duplicates": 0}
+        refused = client.post("/webhooks/qrcode/pix", json={"pix": [{"endToEndId": "bad"}]})
+        assert refused.status_code == 400
+    items = _items(sqlite_engine)
+    assert {i.status for k, i in items.items() if k.startswith("unsupported:")} == {"unsupported"}
+    assert json.loads(items[f"pix:{e2e_id(2)}"].warnings or "[]") == [
+        {"pointer": "/data", "expected": '{"pix": [...]} itself, not under data'}
+    ]
+    assert _process_pending(sqlite_engine) == []
+
+
+@pytest.mark.parametrize(
+    "content_type", [None, "application/json", "text/plain", "application/x-www-form-urlencoded"]
+)
+def test_an_empty_body_is_kept_like_an_empty_object(
+    sqlite_engine: Engine, content_type: str | None
+) -> None:
+    headers = {"content-type": content_type} if content_type else {}
+    with receiver(sqlite_engine) as client:
+        for route in [*QR_ROUTES, "/webhooks/accounts"]:
+            response = client.post(route, content=b"", headers=headers)
+            assert response.status_code == 200, (route, response.text)
+            assert response.json()["items"] == 1
+        anonymous = client.post(
+            "/webhooks/qrcode/pix", content=b"", headers={**headers, "X-Webhook-Secret": "wrong"}
+        )
+        assert anonymous.status_code == 401
+    items = _items(sqlite_engine).values()
+    assert {(i.kind, i.status, i.payload) for i in items} == {("unsupported", "unsupported", "{}")}
+    with session_scope(sqlite_engine) as session:
+        bodies = set(session.execute(select(col(WebhookDelivery.body))).scalars())
+    assert bodies == {b""}
+
+
+def test_refunds_without_their_key_of_different_pix_stay_apart(sqlite_engine: Engine) -> None:
+    refund = {"valor": "2.00", "status": "DEVOLVIDO"}
+    answers = []
+    with receiver(sqlite_engine) as client:
+        for n in (1, 2, 2):
+            body = {"pix": [pix(e2e=e2e_id(n), devolucoes=[refund])]}
+            answers.append(client.post("/webhooks/qrcode/pix", json=body).json())
+    assert answers == [
+        {"items": 2, "new": 2, "duplicates": 0},
+        {"items": 2, "new": 2, "duplicates": 0},
+        {"items": 2, "new": 0, "duplicates": 2},
+    ]
+    with session_scope(sqlite_engine) as session:
+        kept = {
+            json.loads(item.payload)["endToEndId"]: item.id
+            for item in session.execute(
+                select(InboxItem).where(col(InboxItem.kind) == "unsupported")
+            ).scalars()
+        }
+        refs = {(r.ref, r.item_id) for r in session.execute(select(InboxRef)).scalars()}
+    assert set(kept) == {e2e_id(1), e2e_id(2)}
+    assert {(e2e, item_id) for e2e, item_id in kept.items()} <= refs
+
+
+def test_a_time_without_its_offset_is_stored_as_sao_paulo_time(
+    engine: Engine, client: InProcess
+) -> None:
+    for n, written in ((1, "2026-11-26T21:30:00"), (2, "2026-11-26")):
+        body = pix(e2e=e2e_id(n), horario=written)
+        assert client.post("/webhooks/qrcode/pix", json=body).status_code == 200
+    flagged = {k: json.loads(i.warnings or "[]") for k, i in _items(engine).items()}
+    assert {k: [w["pointer"] for w in found] for k, found in flagged.items()} == {
+        f"pix:{e2e_id(1)}": ["/horario"],
+        f"pix:{e2e_id(2)}": ["/horario"],
+    }
+    assert _process_pending(engine) == []
+    with session_scope(engine) as session:
+        stored = {
+            r.end_to_end_id: as_utc(r.horario)
+            for r in session.execute(select(PixReceived)).scalars()
+            if r.horario is not None
+        }
+    # 21:30 in São Paulo is still the 26th there, though the 27th in UTC.
+    assert stored == {
+        e2e_id(1): datetime(2026, 11, 27, 0, 30, tzinfo=UTC),
+        e2e_id(2): datetime(2026, 11, 26, 3, tzinfo=UTC),
+    }

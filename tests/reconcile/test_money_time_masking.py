@@ -11,7 +11,18 @@ from reconcile.timeutil import business_day_bounds, parse_timestamp
 
 
 @pytest.mark.parametrize(
-    ("raw", "cents"), [("110.00", 11000), (Decimal("0.1"), 10), (7, 700), ("0.01", 1)]
+    ("raw", "cents"),
+    [
+        ("110.00", 11000),
+        (Decimal("0.1"), 10),
+        (7, 700),
+        ("0.01", 1),
+        # Exact in any notation: Java's BigDecimal writes 150 as 1.5E+2.
+        ("1e2", 10000),
+        ("1.5E+2", 15000),
+        ("110.000", 11000),
+        (Decimal("1.5E+2"), 15000),
+    ],
 )
 def test_amounts_are_exact(raw: object, cents: int) -> None:
     assert to_cents(parse_amount(raw)) == cents
@@ -19,7 +30,21 @@ def test_amounts_are_exact(raw: object, cents: int) -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [0.1, "1.001", "abc", "NaN", True, None, "1e2", " 1.00", Decimal("1e999999"), "12345678901.00"],
+    [
+        0.1,
+        "1.001",
+        "abc",
+        "NaN",
+        True,
+        None,
+        "1,00",
+        "1e-3",
+        " 1.00",
+        Decimal("1e999999"),
+        Decimal("NaN"),
+        "12345678901.00",
+        "1" * 65,
+    ],
 )
 def test_bad_amounts_are_refused(raw: object) -> None:
     with pytest.raises(InvalidAmount):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -14,10 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reconcile.inbox import NewItem
+from reconcile.money import to_cents
 from reconcile.payloads import PayloadInvalid
-from reconcile.payloads.accounts import accounts_items
+from reconcile.payloads.accounts import MovementData, accounts_items
 from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
-from reconcile.payloads.pix import pix_callback_items
+from reconcile.payloads.pix import Devolucao, PixItem, pix_callback_items
+from reconcile.payloads.tolerant import read_timestamp
 from tests.factories import e2e_id, pix
 from tests.receiver.deliveries import (
     Sample,
@@ -25,6 +28,7 @@ from tests.receiver.deliveries import (
     json_values,
     keyless,
     mutated,
+    rec_sample,
     refund_keyless,
     samples,
 )
@@ -257,3 +261,166 @@ def test_any_json_is_read_or_refused_cleanly(route: str, document: Any) -> None:
         assert all(len(item.key) <= 200 for item in items)
         return
     assert violations
+
+
+AS_WRITTEN = "<as written>"
+
+
+def _as_sent(body: Any, written: str) -> Any:
+    """``body`` with each ``AS_WRITTEN`` value replaced by the JSON text ``written``, parsed
+    as the receiver parses it."""
+    text = json.dumps(body).replace(json.dumps(AS_WRITTEN), written)
+    return json.loads(text, parse_float=Decimal)
+
+
+def _worker_reads(item: NewItem) -> Any:
+    """The stored payload as the worker parses it."""
+    return json.loads(item.payload, parse_float=Decimal)
+
+
+@pytest.mark.parametrize(
+    ("written", "cents"),
+    [
+        ("1e2", 10000),
+        ("1E+2", 10000),
+        ("110.000", 11000),
+        ("10.000", 1000),
+        ("1.5E+2", 15000),
+        ("1.10E1", 1100),
+        ('"1.5E+2"', 15000),
+        ('"110.000"', 11000),
+    ],
+)
+def test_an_exact_amount_in_any_notation_is_read_alike_by_receiver_and_worker(
+    written: str, cents: int
+) -> None:
+    refund = {"id": "d1", "valor": AS_WRITTEN, "status": "DEVOLVIDO"}
+    body = _as_sent(pix(e2e=e2e_id(1), valor=AS_WRITTEN, devolucoes=refund), written)
+    pix_item, refund_item = pix_callback_items(body)
+    assert (_warnings(pix_item), _warnings(refund_item)) == ({}, {})
+    stored_pix = PixItem.model_validate(_worker_reads(pix_item))
+    stored_refund = Devolucao.model_validate(_worker_reads(refund_item)["devolucao"])
+    assert stored_pix.warnings() == stored_refund.warnings() == []
+    assert stored_pix.valor is not None
+    assert stored_refund.valor is not None
+    assert (to_cents(stored_pix.valor), to_cents(stored_refund.valor)) == (cents, cents)
+
+    receive = accounts_sample("receive.json", "data").body
+    receive["data"]["payment"]["amount"] = AS_WRITTEN
+    (movement,) = accounts_items(_as_sent(receive, written))
+    assert _warnings(movement) == {}
+    stored = MovementData.model_validate(_worker_reads(movement)["data"])
+    assert stored.payment is not None
+    assert stored.payment.amount is not None
+    assert to_cents(stored.payment.amount) == cents
+
+
+@pytest.mark.parametrize("written", ["1.005", "1E-3", '"1.005"', '"1e"', "1E+20", '"0x10"'])
+def test_an_amount_that_is_no_exact_centavo_is_flagged_on_both_sides(written: str) -> None:
+    (item,) = pix_callback_items(_as_sent(pix(e2e=e2e_id(1), valor=AS_WRITTEN), written))
+    assert set(_warnings(item)) == {"/valor"}
+    stored = PixItem.model_validate(_worker_reads(item))
+    assert stored.valor is None
+    assert [w.pointer for w in stored.warnings()] == ["/valor"]
+
+
+QR_ROUTES = ["/webhooks/qrcode/pix", "/webhooks/qrcode/rec", "/webhooks/qrcode/cobr"]
+NOT_AN_ITEM = [
+    {"evento": "teste_webhook"},
+    {"test": True},
+    {"ping": "pong"},
+    {"Pix": [pix()]},
+    [[pix()]],
+    [{"test": True}],
+    {"cobr": [{"txid": "abc"}]},
+]
+
+
+@pytest.mark.parametrize("route", QR_ROUTES)
+@pytest.mark.parametrize("body", NOT_AN_ITEM)
+def test_a_body_without_any_of_the_items_fields_is_kept_not_refused(route: str, body: Any) -> None:
+    (item,) = PARSERS[route](body)
+    assert (item.kind, item.status) == ("unsupported", "unsupported")
+    assert [w.pointer for w in item.warnings] == ["/"]
+    assert json.loads(item.payload) == json.loads(json.dumps(body))
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "where"),
+    [
+        ("/webhooks/qrcode/pix", {"valor": "1.00", "ping": 1}, "/endToEndId"),
+        ("/webhooks/qrcode/pix", [{"horario": "2026-11-22T15:00:00Z"}], "/0/endToEndId"),
+        ("/webhooks/qrcode/rec", {"atualizacao": []}, "/idRec"),
+        ("/webhooks/qrcode/cobr", [{"tentativas": []}], "/0/txid"),
+    ],
+)
+def test_a_flat_item_with_its_own_fields_but_no_key_is_still_refused(
+    route: str, body: Any, where: str
+) -> None:
+    with pytest.raises(PayloadInvalid) as refused:
+        PARSERS[route](body)
+    assert refused.value.violations is not None
+    assert refused.value.violations[0]["property"] == where
+
+
+@pytest.mark.parametrize("envelope", ["data", "payload"])
+def test_the_documented_body_inside_an_envelope_is_read_through(envelope: str) -> None:
+    one = pix(e2e=e2e_id(1), devolucoes={"id": "d1", "valor": "1.00", "status": "DEVOLVIDO"})
+    pix_item, refund_item = pix_callback_items({envelope: {"pix": [one]}})
+    assert (pix_item.key, refund_item.key) == (
+        f"pix:{e2e_id(1)}",
+        f"refund:{e2e_id(1)}:d1:DEVOLVIDO",
+    )
+    for item in (pix_item, refund_item):
+        assert _warnings(item) == {f"/{envelope}": f'{{"pix": [...]}} itself, not under {envelope}'}
+    assert json.loads(pix_item.payload) == one
+    rec = json.loads(json.dumps(rec_sample().body))
+    (rec_item,) = rec_callback_items({envelope: rec})
+    assert rec_item.kind == "rec"
+    assert f"/{envelope}" in _warnings(rec_item)
+    with pytest.raises(PayloadInvalid) as refused:
+        pix_callback_items({envelope: {"pix": [{"endToEndId": "bad"}]}})
+    assert refused.value.violations is not None
+    assert refused.value.violations[0]["property"] == f"/{envelope}/pix/0/endToEndId"
+
+
+def test_a_pix_without_a_valid_key_alone_is_still_refused() -> None:
+    with pytest.raises(PayloadInvalid):
+        pix_callback_items({"pix": [{"endToEndId": "bad"}]})
+    with pytest.raises(PayloadInvalid):
+        pix_callback_items({"endToEndId": "bad"})
+
+
+def test_a_refund_without_its_key_is_told_apart_by_its_pix() -> None:
+    refund = {"valor": "2.00", "status": "DEVOLVIDO"}
+    kept = [pix_callback_items(pix(e2e=e2e_id(n), devolucoes=[refund]))[-1] for n in (1, 2, 1)]
+    assert [item.kind for item in kept] == ["unsupported"] * 3
+    assert kept[0].key != kept[1].key
+    assert kept[0].key == kept[2].key
+    assert [w.pointer for w in kept[0].warnings] == ["/devolucoes/0"]
+    assert json.loads(kept[0].payload) == {"endToEndId": e2e_id(1), "devolucao": refund}
+    assert kept[0].refs == (e2e_id(1),)
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2026-11-26T12:00:00", datetime(2026, 11, 26, 15, tzinfo=UTC)),
+        ("2026-11-26T12:00:00.250", datetime(2026, 11, 26, 15, 0, 0, 250000, tzinfo=UTC)),
+        ("2026-11-26", datetime(2026, 11, 26, 3, tzinfo=UTC)),
+    ],
+)
+def test_a_time_without_its_offset_is_sao_paulo_time_and_flagged(
+    written: str, utc: datetime
+) -> None:
+    refund = {"id": "d1", "status": "DEVOLVIDO", "horario": {"solicitacao": written}}
+    pix_item, refund_item = pix_callback_items(pix(horario=written, devolucoes=refund))
+    expected = "an RFC 3339 date-time with its offset (read as São Paulo time)"
+    assert _warnings(pix_item) == {"/horario": expected}
+    assert _warnings(refund_item)["/devolucao/horario/solicitacao"] == expected
+    assert read_timestamp(written) == utc
+    # With an offset, nothing changes.
+    assert read_timestamp("2026-11-26T12:00:00Z") == datetime(2026, 11, 26, 12, tzinfo=UTC)
+    assert read_timestamp("2026-11-26T12:00:00-03:00") == datetime(2026, 11, 26, 15, tzinfo=UTC)
+    (with_offset,) = pix_callback_items(pix(horario="2026-11-26T12:00:00z"))
+    assert _warnings(with_offset) == {}
