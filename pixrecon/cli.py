@@ -15,6 +15,7 @@ from pixrecon.bootstrap import StartupError, why_unavailable
 from pixrecon.commands.common import (
     EXIT_COULD_NOT_RUN,
     EXIT_INTERRUPTED,
+    Interrupted,
     log,
     one_line,
     say,
@@ -81,6 +82,9 @@ app.command()(sandbox)
 app.command()(demo)
 
 
+STOPPED = "the command stopped before it finished (Ctrl-C)"
+
+
 def _start_logging() -> None:
     """Logging in its final format before anything can log or fail, for every command.
     Settings that cannot be read fail the command itself, later; until then a lenient
@@ -105,9 +109,15 @@ def _database_url() -> str:
 def run(args: list[str] | None = None) -> int:
     """Run one command; every way it can end is an exit code of the README's table, with
     one line on stderr when it could not run — never a traceback."""
-    _start_logging()
     try:
+        _start_logging()
         code = app(args=args, prog_name="pixrecon", standalone_mode=False)
+    except Interrupted as exc:
+        say(str(exc), level="interrupted")
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # before or after Typer's own handling
+        say(STOPPED, level="interrupted")
+        return EXIT_INTERRUPTED
     except typer.TyperException as exc:  # click's usage errors: unknown option, bad value
         if type(exc).__name__ != "NoArgsIsHelpError":  # the help was printed instead
             where = getattr(getattr(exc, "ctx", None), "command_path", "pixrecon")
@@ -143,6 +153,9 @@ def run(args: list[str] | None = None) -> int:
         return EXIT_COULD_NOT_RUN
     except Exception as exc:
         return _crashed(exc)
+    if code == EXIT_INTERRUPTED:
+        # Typer turns a KeyboardInterrupt no command handled into a silent 130.
+        say(STOPPED, level="interrupted")
     return code if isinstance(code, int) else 0
 
 

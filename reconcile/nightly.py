@@ -351,7 +351,9 @@ def reconcile_day(
                     report=json.dumps(report),
                 )
             )
-    except Exception:
+    except BaseException:
+        # Ctrl-C too: a run left ``running`` would keep what its parallel connections
+        # committed, and a run cut short concludes nothing.
         with session_scope(engine) as session:
             session.execute(
                 update(ReconciliationRun)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///pixrecon.db"
@@ -22,6 +24,18 @@ def _split_csv(value: object) -> object:
 
 
 CsvList = Annotated[list[str], NoDecode]
+
+
+# What a provider API needs besides its URL: each setting, with the API's URL and name.
+_QRCODE = ("qrcode_api_url", "the QR code API")
+_ACCOUNTS = ("accounts_api_url", "the accounts API")
+_API_OF = {
+    "qrcode_client_id": _QRCODE,
+    "qrcode_client_secret": _QRCODE,
+    "accounts_client_id": _ACCOUNTS,
+    "accounts_client_secret": _ACCOUNTS,
+    "accounts_account_id": _ACCOUNTS,
+}
 
 
 def _renamed(name: str, former: str) -> AliasChoices:
@@ -113,11 +127,17 @@ class Settings(BaseSettings):
     qrcode_api_url: str | None = Field(
         default=None, validation_alias=_renamed("QRCODE_API_URL", "PIX_API_URL")
     )
+    # Checked even when unset (validate_default): an API URL without its credentials is
+    # refused, not silently taken as "not configured".
     qrcode_client_id: str | None = Field(
-        default=None, validation_alias=_renamed("QRCODE_CLIENT_ID", "PIX_CLIENT_ID")
+        default=None,
+        validation_alias=_renamed("QRCODE_CLIENT_ID", "PIX_CLIENT_ID"),
+        validate_default=True,
     )
     qrcode_client_secret: str | None = Field(
-        default=None, validation_alias=_renamed("QRCODE_CLIENT_SECRET", "PIX_CLIENT_SECRET")
+        default=None,
+        validation_alias=_renamed("QRCODE_CLIENT_SECRET", "PIX_CLIENT_SECRET"),
+        validate_default=True,
     )
     qrcode_client_cert: str | None = Field(
         default=None, validation_alias=_renamed("QRCODE_CLIENT_CERT", "PIX_CLIENT_CERT")
@@ -130,9 +150,9 @@ class Settings(BaseSettings):
     )
     # The provider's accounts (cash-out) API, with its own credentials and certificate.
     accounts_api_url: str | None = None
-    accounts_client_id: str | None = None
-    accounts_client_secret: str | None = None
-    accounts_account_id: str | None = None
+    accounts_client_id: str | None = Field(default=None, validate_default=True)
+    accounts_client_secret: str | None = Field(default=None, validate_default=True)
+    accounts_account_id: str | None = Field(default=None, validate_default=True)
     accounts_client_cert: str | None = None
     accounts_client_key: str | None = None
     accounts_ca_bundle: str | None = None
@@ -226,6 +246,41 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"use at least {DASHBOARD_SECRET_MIN_LENGTH} random characters, e.g. "
                 "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+            )
+        return value
+
+    @field_validator("qrcode_api_url", "accounts_api_url", mode="after")
+    @classmethod
+    def _api_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None  # an empty variable, as a template .env leaves it, means unset
+        try:
+            parts = urlsplit(value.strip())
+            readable = parts.scheme in ("http", "https") and bool(parts.hostname)
+            readable = readable and (parts.port is None or parts.port > 0)
+        except ValueError:  # a port out of range, an unclosed [IPv6]
+            readable = False
+        # Anything else would only fail at the first call, after minutes of retrying.
+        if not readable:
+            raise PydanticCustomError(
+                "api_url",
+                "not an http(s) URL; expected the API's base URL, https://HOST[:PORT][/PATH]",
+            )
+        return value.strip()
+
+    @field_validator(*_API_OF, mode="after")
+    @classmethod
+    def _api_credential(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and not value.strip():
+            value = None  # an empty variable means unset
+        url_field, api = _API_OF[str(info.field_name)]
+        # A URL that could not be read is reported on its own, not again here.
+        if value is None and info.data.get(url_field) is not None:
+            raise PydanticCustomError(
+                "setting_missing",
+                "not set, but PIXRECON_{url} is: {api} needs its URL and all of its "
+                "credentials (unset the URL to run without it)",
+                {"url": url_field.upper(), "api": api},
             )
         return value
 

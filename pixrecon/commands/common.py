@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import socket
 from collections.abc import Sequence
+from datetime import date, datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
@@ -21,6 +24,7 @@ from sqlalchemy import Engine
 from pixrecon.bootstrap import StartupError, open_database
 from reconcile.logs import get_logger, json_enabled
 from reconcile.settings import Settings
+from reconcile.timeutil import BUSINESS_TZ, as_utc
 
 console = Console()
 # A diagnostic is one line however narrow the terminal (rich wraps at 80 columns otherwise).
@@ -51,24 +55,115 @@ def one_line(exc: BaseException) -> str:
     return escape(f"{type(exc).__name__}: {said[0] if said else ''}")
 
 
-def say(message: str, level: Literal["error", "warning"] = "error") -> None:
+Level = Literal["error", "warning", "interrupted"]
+_LABELS: dict[Level, str] = {
+    "error": "[bold red]error:[/]",
+    "warning": "[bold yellow]warning:[/]",
+    "interrupted": "[bold yellow]interrupted:[/]",
+}
+
+
+def say(message: str, level: Level = "error") -> None:
     """A diagnostic on stderr (``message`` is rich markup). Where stderr carries JSON logs
     it is a log event too, so that every line there parses."""
     if json_enabled():
         plain = Text.from_markup(message).plain
         if level == "error":
             log.error("command_failed", message=plain)
+        elif level == "interrupted":
+            log.warning("command_interrupted", message=plain)
         else:
             log.warning("command_warning", message=plain)
         return
-    label = "[bold red]error:[/]" if level == "error" else "[bold yellow]warning:[/]"
-    err.print(f"{label} {message}")
+    err.print(f"{_LABELS[level]} {message}")
 
 
 def fail(message: str, code: int = EXIT_COULD_NOT_RUN) -> typer.Exit:
     """Say what is wrong on stderr; the caller raises the returned ``Exit``."""
     say(message)
     return typer.Exit(code)
+
+
+class Interrupted(Exception):
+    """Ctrl-C, turned into what a command could not finish (rich markup). Typer would
+    swallow a ``KeyboardInterrupt`` into a silent 130; ``pixrecon.cli.run`` says this."""
+
+
+# Python's date.fromisoformat also takes 20261122 and 2026-W47-7; the documented form is
+# the only one accepted, so that a typo is never read as some other day.
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def day_option(raw: str, option: str = "--date") -> date:
+    """A business day given as YYYY-MM-DD, or the command fails naming ``option``."""
+    try:
+        if _ISO_DAY.fullmatch(raw):
+            return date.fromisoformat(raw)
+    except ValueError:
+        pass
+    raise fail(f"{option} must be YYYY-MM-DD, got {escape(repr(raw))}")
+
+
+def is_iso_day_prefixed(raw: str) -> bool:
+    """Whether ``raw`` starts with a YYYY-MM-DD day (followed by nothing, T or a space)."""
+    return bool(_ISO_DAY.match(raw)) and raw[10:11] in ("", "T", " ")
+
+
+def sp_seconds(value: datetime | str | None) -> str:
+    """An instant as São Paulo wall-clock time to the second, ``22/11/2026 23:59:07``:
+    many inbox items arrive within one minute, and the second tells them apart."""
+    if value is None:
+        return "—"
+    instant = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return as_utc(instant).astimezone(BUSINESS_TZ).strftime("%d/%m/%Y %H:%M:%S")
+
+
+def cannot_write(path: Path, exc: OSError | None = None) -> str:
+    """Why ``path`` cannot be written and what to do, as ``cannot write PATH: …`` (rich
+    markup). Without ``exc``, what can be told before trying; empty when nothing is."""
+    number = exc.errno if exc is not None else _foreseen(path)
+    if number is None:
+        return ""
+    if path.is_dir():
+        why = f"it is a folder: name a file, e.g. {escape(str(path / 'NAME'))}"
+    elif number == errno.ENOENT:
+        why = (
+            f"the folder {escape(str(path.parent))} does not exist: create it, or name a "
+            "file in a folder that does"
+        )
+    elif number == errno.EROFS:
+        why = "the file system is read-only: name a file on a writable one"
+    elif number in (errno.EACCES, errno.EPERM):
+        why = "permission denied: name a file in a folder you may write to"
+    elif number == errno.ENOSPC:
+        why = "no space left on the device: free some, or name a file on another one"
+    elif exc is not None and exc.strerror:
+        why = escape(exc.strerror)
+    else:
+        why = one_line(exc) if exc is not None else escape(os.strerror(number))
+    return f"cannot write {escape(str(path))}: {why}"
+
+
+def writable_or_exit(path: Path) -> None:
+    """Refuse, before any work, a path that can be seen not to take a file."""
+    problem = cannot_write(path)
+    if problem:
+        raise fail(problem)
+
+
+def _foreseen(path: Path) -> int | None:
+    # Checked before a long run (a reconciliation that fetches for minutes), so that its
+    # result is not lost to a path that could never have been written.
+    if path.is_dir():
+        return errno.EISDIR
+    folder = path.parent
+    if not folder.is_dir():
+        return errno.ENOENT
+    if os.statvfs(folder).f_flag & os.ST_RDONLY:
+        return errno.EROFS
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        return errno.EACCES
+    return None
 
 
 def progress(*, transient: bool = True) -> Progress:
@@ -161,6 +256,10 @@ def setting_problems(exc: ValidationError) -> list[str]:
     for problem in exc.errors():
         hint = _EXPECTED.get(problem["type"])
         said = problem["msg"] + (f"; {hint}" if hint else "")
+        name = _setting_name(problem["loc"])
+        if problem["type"] == "setting_missing":  # no value to show: its absence is the error
+            lines.append(f"{name} is {escape(said)}")
+            continue
         value = repr(problem.get("input"))
-        lines.append(f"{_setting_name(problem['loc'])}={escape(value)}: {escape(said)}")
+        lines.append(f"{name}={escape(value)}: {escape(said)}")
     return lines

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from pixrecon.commands.common import console, fail
+from pixrecon.commands.common import Interrupted, console, day_option, fail
 
 
 def demo(
@@ -59,10 +58,7 @@ def demo(
     Exit code 0 when all agree, 1 when one does not, 2 when the demo cannot run as asked."""
     from pixrecon.demo import DemoError, DemoOptions, run_demo
 
-    try:
-        day = dt.date.fromisoformat(date) if date is not None else None
-    except ValueError:
-        raise fail(f"--date must be YYYY-MM-DD, got {escape(date or '')!r}") from None
+    day = day_option(date) if date is not None else None
     options = DemoOptions(
         scenario=scenario,
         day=day,
@@ -77,5 +73,7 @@ def demo(
     except DemoError as exc:
         raise fail(escape(str(exc))) from None
     except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+        raise Interrupted(
+            "the demo stopped before it finished: its figures were not all checked"
+        ) from None
     raise typer.Exit(code)

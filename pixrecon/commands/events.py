@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from sqlalchemy import Engine
 
@@ -19,6 +20,8 @@ from pixrecon.commands.common import (
     console,
     database_or_exit,
     fail,
+    is_iso_day_prefixed,
+    sp_seconds,
 )
 from reconcile.db import session_scope
 from reconcile.models import ItemStatus, Source
@@ -64,7 +67,12 @@ def events(
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    table = Table("id", "source", "kind", "key", "status", "dup", "warn", "received_at")
+    table = Table("id", "source", "kind")
+    # Folded, never cut: the key is what a person searches for next.
+    table.add_column("key", overflow="fold")
+    for name in ("status", "dup", "warn"):
+        table.add_column(name)
+    _time_column(table)
     for row in rows:
         table.add_row(
             str(row["id"]),
@@ -74,15 +82,25 @@ def events(
             row["status"],
             str(row["duplicates"]),
             str(len(row["warnings"])),
-            row["received_at"],
+            sp_seconds(row["received_at"]),
         )
     console.print(table)
     if ref is not None:
         _print_deliveries(rows)
 
 
+def _time_column(table: Table) -> None:
+    # Never cut (a time cut to "26/11/20…" says nothing): at 80 columns the time goes
+    # under its date, and the other columns fold.
+    table.add_column("received (São Paulo)", min_width=len("dd/mm/yyyy"))
+
+
 def _print_deliveries(rows: list[dict[str, Any]]) -> None:
-    table = Table("delivery", "item", "route", "remote_addr", "items", "received_at")
+    table = Table("delivery", "item")
+    table.add_column("route", overflow="fold")
+    table.add_column("remote_addr", overflow="fold")
+    table.add_column("items")
+    _time_column(table)
     for row in rows:
         for delivery in row["deliveries"]:
             table.add_row(
@@ -91,7 +109,7 @@ def _print_deliveries(rows: list[dict[str, Any]]) -> None:
                 delivery["route"],
                 delivery["remote_addr"] or "",
                 str(delivery["item_count"]),
-                delivery["received_at"],
+                sp_seconds(delivery["received_at"]),
             )
     console.print(table)
 
@@ -99,8 +117,10 @@ def _print_deliveries(rows: list[dict[str, Any]]) -> None:
 @events_app.command("show")
 def events_show(
     item_id: Annotated[int, typer.Argument(metavar="ID", help="inbox item id")],
+    output: FormatOption = OutputFormat.table,
 ) -> None:
-    """Show one inbox item with its payload (JSON)."""
+    """Show one inbox item: its fields, references and warnings, then its payload (JSON).
+    With --format json, all of it as one JSON object (times in ISO 8601, UTC)."""
     from reconcile.models import InboxItem
     from reconcile.queries import inbox_item_view
 
@@ -111,7 +131,39 @@ def events_show(
             raise fail(f"no inbox item {item_id}")
         view = inbox_item_view(item)
         view["payload"] = json.loads(item.payload)
-    sys.stdout.write(json.dumps(view, indent=2, ensure_ascii=False) + "\n")
+    if output is OutputFormat.json:
+        sys.stdout.write(json.dumps(view, indent=2, ensure_ascii=False) + "\n")
+        return
+    _print_item(view)
+
+
+# The item's instants, as a person reads them (São Paulo time, to the second).
+_TIMES = {
+    "received_at": "received",
+    "webhook_at": "notified",
+    "poll_at": "polled",
+    "processed_at": "processed",
+}
+
+
+def _print_item(view: dict[str, Any]) -> None:
+    table = Table("field", "value", show_header=False)
+    for name in ("id", "source", "kind", "key", "status"):
+        table.add_row(name, escape(str(view[name])))
+    for name, label in _TIMES.items():
+        table.add_row(f"{label} (São Paulo)", sp_seconds(view[name]))
+    for name in ("webhook_count", "poll_count", "duplicates", "attempts"):
+        table.add_row(name, str(view[name]))
+    table.add_row("error", escape(view["error"] or "—"))
+    for ref, values in view["refs"].items():
+        table.add_row(f"ref {escape(ref)}", escape(", ".join(values)))
+    for warning in view["warnings"]:
+        said = ", ".join(f"{k}: {v}" for k, v in warning.items() if k != "pointer")
+        table.add_row(f"warning {escape(str(warning.get('pointer', '')))}", escape(said))
+    console.print(table)
+    # The payload exactly as stored, whole: it is what a person compares with the
+    # provider's documentation.
+    sys.stdout.write(json.dumps(view["payload"], indent=2, ensure_ascii=False) + "\n")
 
 
 @events_app.command("replay")
@@ -230,10 +282,13 @@ def events_replay(
 def _moment(raw: str) -> datetime:
     from reconcile.timeutil import BUSINESS_TZ
 
+    problem = f"--since {escape(repr(raw))} is not a date or time like 2026-11-22T14:30"
+    if not is_iso_day_prefixed(raw):
+        raise fail(problem)
     try:
         moment = datetime.fromisoformat(raw)
     except ValueError:
-        raise fail(f"--since {raw!r} is not a date or time like 2026-11-22T14:30") from None
+        raise fail(problem) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=BUSINESS_TZ)
 
 

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import date
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from pixrecon.commands.common import (
     FormatOption,
     OutputFormat,
     console,
     database_or_exit,
+    day_option,
     fail,
 )
 from pixrecon.report import exceptions_table
@@ -47,10 +46,7 @@ def exceptions(
     been seen (age in days, to today)."""
     if ctx.invoked_subcommand is not None:
         return
-    try:
-        business_day = date.fromisoformat(day) if day else None
-    except ValueError:
-        raise fail(f"--date must be YYYY-MM-DD, got {escape(day or '')!r}") from None
+    business_day = day_option(day) if day is not None else None
     engine = database_or_exit(get_settings(), auto_upgrade=False)
     states = tuple(CaseState) if everything else CaseState.remaining()
     with session_scope(engine) as session:

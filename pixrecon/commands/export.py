@@ -9,14 +9,20 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterable
-from datetime import date
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
 import typer
 from rich.markup import escape
 
-from pixrecon.commands.common import console, database_or_exit, fail
+from pixrecon.commands.common import (
+    cannot_write,
+    console,
+    database_or_exit,
+    day_option,
+    fail,
+    writable_or_exit,
+)
 from reconcile.exports.files import Format, Kind, encoded, open_export
 from reconcile.exports.ofx import OfxAccount
 from reconcile.exports.table import ExportError
@@ -32,22 +38,17 @@ def _write(chunks: Iterable[str], handle: BinaryIO) -> None:
     handle.flush()
 
 
-def _to_file(chunks: Iterable[str], path: Path) -> None:
+def to_file(chunks: Iterable[str], path: Path) -> None:
     """Written beside the target and renamed into place once complete: an importer
-    watching the folder never picks up half a day."""
+    watching the folder never picks up half a day. Raises ``OSError``, for the caller to
+    word (``cannot_write``)."""
     partial = path.with_name(path.name + ".partial")
     try:
-        handle = partial.open("wb")
-    except OSError as exc:
-        raise fail(
-            f"cannot write {escape(str(path))}: {escape(exc.strerror or str(exc))}"
-        ) from None
-    try:
-        with handle:
+        with partial.open("wb") as handle:
             _write(chunks, handle)
         partial.replace(path)
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
             partial.unlink()
 
 
@@ -75,10 +76,7 @@ def export_command(
     Reads what is stored; it never reconciles: exceptions and movements need a completed
     run of the day (`pixrecon reconcile --date D`). Every row carries a `key` that stays
     the same across re-runs and re-exports (docs/exports.md)."""
-    try:
-        business_day = date.fromisoformat(day)
-    except ValueError:
-        raise fail(f"--date must be YYYY-MM-DD, got {escape(day)!r}") from None
+    business_day = day_option(day)
     if fmt is Format.ofx and kind is not Kind.statement:
         raise fail(
             f"--format ofx is for --kind statement only (a bank statement); export "
@@ -86,6 +84,9 @@ def export_command(
         )
     if excel and fmt is not Format.csv:
         raise fail(f"--excel goes with --format csv only, not {fmt.value}")
+    path = Path(output) if output is not None and output != STDOUT else None
+    if path is not None:
+        writable_or_exit(path)
     settings = get_settings()
     engine = database_or_exit(settings, auto_upgrade=False)
     try:
@@ -97,11 +98,13 @@ def export_command(
             excel=excel,
             account=OfxAccount.from_settings(settings.accounts_account_id),
         )
-        if output is None or output == STDOUT:
+        if path is None:
             _write(made.chunks, sys.stdout.buffer)
             return
-        path = Path(output)
-        _to_file(made.chunks, path)
+        try:
+            to_file(made.chunks, path)
+        except OSError as exc:
+            raise fail(cannot_write(path, exc)) from None
     except ExportError as exc:
         raise fail(escape(str(exc))) from None
     finally:

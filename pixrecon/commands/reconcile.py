@@ -15,11 +15,24 @@ from rich.progress import Progress, TaskID
 from sqlalchemy import Engine
 
 from pixrecon.bootstrap import StartupError, open_database, setup_logging
-from pixrecon.commands.common import FormatOption, OutputFormat, console, fail, one_line, progress
+from pixrecon.commands.common import (
+    FormatOption,
+    Interrupted,
+    OutputFormat,
+    cannot_write,
+    console,
+    day_option,
+    fail,
+    one_line,
+    progress,
+    writable_or_exit,
+)
+from pixrecon.commands.export import to_file
 from pixrecon.report import print_report, write_json_report
 from reconcile.db import UNAVAILABLE_ERRORS
-from reconcile.exports.files import Format, Kind, encoded, open_export
+from reconcile.exports.files import Format, Kind, open_export
 from reconcile.exports.table import ExportError
+from reconcile.formats import br_date
 from reconcile.logs import get_logger
 from reconcile.matching.context import Judging
 from reconcile.nightly import STEPS, reconcile_day
@@ -28,6 +41,7 @@ from reconcile.processing import process_items
 from reconcile.provider.errors import ProviderError
 from reconcile.provider.factory import provider_clients
 from reconcile.settings import get_settings
+from reconcile.timeutil import business_today
 
 log = get_logger(__name__)
 
@@ -49,15 +63,35 @@ def _export_exceptions(engine: Engine, day: date, kind: ExportFormat, path: Path
     fmt = Format.csv if kind is ExportFormat.csv else Format.jsonl
     try:
         made = open_export(engine, day, Kind.exceptions, fmt)
-        with path.open("wb") as handle:
-            for chunk in encoded(made.chunks):
-                handle.write(chunk)
+        to_file(made.chunks, path)
     except ExportError as exc:
         raise fail(f"the day was reconciled, but not exported: {escape(str(exc))}") from None
     except OSError as exc:
+        again = f"pixrecon export --date {day.isoformat()} --kind exceptions"
         raise fail(
-            f"the day was reconciled, but {escape(str(path))} cannot be written: {one_line(exc)}"
+            f"{cannot_write(path, exc)} (the day was reconciled: `{again}` writes its exceptions)"
         ) from None
+
+
+def _again(day: date) -> str:
+    return f"run `pixrecon reconcile --date {day.isoformat()}` again"
+
+
+def _stopped_fetching(day: date, fetching: list[str]) -> str:
+    during = f" while fetching {fetching[-1]}" if fetching else ""
+    return (
+        f"the reconciliation of {br_date(day)} stopped{escape(during)}, before matching: "
+        f"nothing was concluded (what was fetched is kept; fetching it again is safe); "
+        f"{_again(day)}"
+    )
+
+
+def _stopped_matching(day: date) -> str:
+    # reconcile_day marks its run failed and deletes its verdicts on any interruption.
+    return (
+        f"the reconciliation of {br_date(day)} stopped while matching: its run is marked "
+        f"failed and keeps no verdict, nothing was concluded; {_again(day)}"
+    )
 
 
 def _fetching(name: str, steps: list[str], bar: Progress, task: TaskID) -> None:
@@ -85,13 +119,22 @@ def reconcile_command(
     could not be read) or the reconciliation could not run."""
     settings = get_settings()
     setup_logging(settings)
-    try:
-        business_day = date.fromisoformat(day)
-    except ValueError:
-        raise fail(f"--date must be YYYY-MM-DD, got {escape(day)!r}") from None
+    business_day = day_option(day)
+    if export is not None:
+        writable_or_exit(export[1])
+    today = business_today()
+    if business_day > today:
+        # Nothing of it can have happened: a verdict would claim a day nobody lived, and
+        # its carried cases would open in the future.
+        raise fail(
+            f"--date {business_day.isoformat()} has not begun yet (today is {br_date(today)} "
+            "in São Paulo): a day can be reconciled once it has begun, and for good once "
+            "it is over"
+        )
     providers = provider_clients(settings)
     # What was being fetched, to name the source when the provider gives out.
     fetching: list[str] = []
+    matching = False
     try:
         engine = open_database(settings, auto_upgrade=False)
         with progress(transient=output is OutputFormat.json) as bar:
@@ -110,6 +153,7 @@ def reconcile_command(
                 fetching.clear()
                 bar.update(task, description="fetched the day", total=1, completed=1)
             task = bar.add_task("matching", total=len(STEPS))
+            matching = True
             result = reconcile_day(
                 engine,
                 business_day,
@@ -117,6 +161,10 @@ def reconcile_command(
                 judging=Judging.from_settings(settings),
                 sources=sources_of(providers, settings, fetched),
             )
+    except KeyboardInterrupt:
+        if not matching:
+            raise Interrupted(_stopped_fetching(business_day, fetching)) from None
+        raise Interrupted(_stopped_matching(business_day)) from None
     except StartupError as exc:
         raise fail(f"the reconciliation could not run: {escape(str(exc))}") from None
     except ProviderError as exc:

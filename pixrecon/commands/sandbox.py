@@ -13,7 +13,14 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pixrecon.commands.common import console, err, fail
+from pixrecon.commands.common import (
+    Interrupted,
+    console,
+    day_option,
+    err,
+    fail,
+    writable_or_exit,
+)
 from pixrecon.sandbox_wiring import SandboxUrls, env_lines, sandbox_settings
 from reconcile.settings import get_settings
 
@@ -78,8 +85,6 @@ def sandbox(
     With --scenario, play that day against the webhook URLs once the sandbox is up and
     print what really happened (the ground truth). Then print the PIXRECON_* settings that
     point pixrecon at this sandbox, and keep serving so pixrecon can poll it."""
-    import datetime as dt
-
     from sandbox.cli import run_sandbox, run_scenario_sandbox
     from sandbox.scenario import ScenarioError, load_scenario
 
@@ -114,10 +119,9 @@ def sandbox(
         if env_file is not None:
             _write_atomically(env_file, text)
 
-    try:
-        day = dt.date.fromisoformat(date) if date is not None else None
-    except ValueError:
-        raise fail(f"--date must be YYYY-MM-DD, got {escape(date or '')!r}") from None
+    day = day_option(date) if date is not None else None
+    if env_file is not None:
+        writable_or_exit(env_file)
     try:
         loaded = load_scenario(scenario) if scenario is not None else None
     except ScenarioError as exc:
@@ -146,4 +150,7 @@ def sandbox(
         # A port already taken, an address not ours: one line, exit 2.
         raise fail(f"the sandbox could not start: {escape(str(exc))}") from None
     except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+        raise Interrupted(
+            "the sandbox stopped before it was up"
+            + (" and its scenario played" if scenario is not None else "")
+        ) from None

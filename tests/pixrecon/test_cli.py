@@ -92,7 +92,7 @@ def test_serve_accepts_processes_and_lists_events(
         assert item["source"] == "webhook"
         assert item["duplicates"] == 1
         assert str(item["key"]).startswith("pix:E")
-    shown = run_pixrecon("events", "show", str(items[0]["id"]), cwd=tmp_path, env=env)
+    shown = run_pixrecon("events", "show", str(items[0]["id"]), "-f", "json", cwd=tmp_path, env=env)
     assert json.loads(shown.stdout)["payload"]["endToEndId"] == str(items[0]["key"])[4:]
 
 
@@ -249,7 +249,9 @@ def test_events_ignore_and_replay(tmp_path: Path) -> None:
         "events", "ignore", str(item_id), "--reason", "test payload", cwd=tmp_path, env=env
     )
     assert ignored.returncode == 0, ignored.stderr
-    shown = json.loads(run_pixrecon("events", "show", str(item_id), cwd=tmp_path, env=env).stdout)
+    shown = json.loads(
+        run_pixrecon("events", "show", str(item_id), "-f", "json", cwd=tmp_path, env=env).stdout
+    )
     assert (shown["status"], shown["error"]) == ("ignored", "ignored: test payload")
     # The payload is mended (as an operator would after a fix) and replayed.
     with session_scope(engine) as session:

@@ -95,11 +95,79 @@ CASES: dict[str, Case] = {
         {"log_level": "loud"},
         "PIXRECON_LOG_LEVEL='loud': Input should be 'DEBUG', 'INFO'",
     ),
+    # The provider's APIs: refused at start, not after minutes of retrying a bad URL, and
+    # never half configured (taken for "not configured" without a word).
+    "setting_qrcode_url_malformed": (
+        ("reconcile", "--date", "2026-01-01"),
+        {"qrcode_api_url": "not-a-url", "qrcode_client_id": "id", "qrcode_client_secret": "s"},
+        "PIXRECON_QRCODE_API_URL='not-a-url': not an http(s) URL; expected the API's base "
+        "URL, https://HOST[:PORT][/PATH]",
+    ),
+    "setting_accounts_url_malformed": (
+        ("reconcile", "--date", "2026-01-01"),
+        {
+            "accounts_api_url": "ftp://accounts.example",
+            "accounts_client_id": "id",
+            "accounts_client_secret": "s",
+            "accounts_account_id": "a",
+        },
+        "PIXRECON_ACCOUNTS_API_URL='ftp://accounts.example': not an http(s) URL",
+    ),
+    "setting_qrcode_secret_missing": (
+        ("reconcile", "--date", "2026-01-01"),
+        {"qrcode_api_url": "https://qrcode.example", "qrcode_client_id": "id"},
+        "PIXRECON_QRCODE_CLIENT_SECRET is not set, but PIXRECON_QRCODE_API_URL is",
+    ),
+    "setting_accounts_account_missing": (
+        ("events",),
+        {
+            "accounts_api_url": "https://accounts.example",
+            "accounts_client_id": "id",
+            "accounts_client_secret": "s",
+        },
+        "PIXRECON_ACCOUNTS_ACCOUNT_ID is not set, but PIXRECON_ACCOUNTS_API_URL is",
+    ),
     # Options: bad dates, windows, ports, choices, ids — the same one line everywhere.
     "exceptions_bad_date": (
         ("exceptions", "--date", "2026-02-30"),
         {},
         "--date must be YYYY-MM-DD",
+    ),
+    # Python reads 20261123 as a date too; only the documented form is accepted.
+    "reconcile_basic_date": (
+        ("reconcile", "--date", "20261123", "--no-poll"),
+        {},
+        "--date must be YYYY-MM-DD, got '20261123'",
+    ),
+    "exceptions_basic_date": (
+        ("exceptions", "--date", "20261123"),
+        {},
+        "--date must be YYYY-MM-DD, got '20261123'",
+    ),
+    "export_basic_date": (
+        ("export", "--date", "20261123", "--kind", "exceptions", "--format", "csv"),
+        {},
+        "--date must be YYYY-MM-DD, got '20261123'",
+    ),
+    "demo_basic_date": (
+        ("demo", "--date", "20261123", "--database-url", "sqlite:///{tmp}/demo.db"),
+        {},
+        "--date must be YYYY-MM-DD, got '20261123'",
+    ),
+    "sandbox_basic_date": (
+        ("sandbox", "--date", "20261123", "--port", "0", "--accounts-port", "0"),
+        {},
+        "--date must be YYYY-MM-DD, got '20261123'",
+    ),
+    "sandbox_env_file_a_folder": (
+        ("sandbox", "--env-file", "{tmp}", "--port", "0", "--accounts-port", "0"),
+        {},
+        "cannot write {tmp}: it is a folder: name a file, e.g. {tmp}/NAME",
+    ),
+    "replay_basic_since": (
+        ("events", "replay", "--since", "20261123"),
+        {},
+        "--since '20261123' is not a date or time like 2026-11-22T14:30",
     ),
     "poll_bad_since": (("poll", "--since", "yesterday"), {}, "--since is not an RFC 3339 time"),
     "poll_until_alone": (("poll", "--until", "2026-01-01T00:00:00Z"), {}, "--until needs --since"),

@@ -4,9 +4,11 @@ format, and one line on stderr with exit code 2 whenever it cannot do what was a
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import logging
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from datetime import date, timedelta
@@ -15,8 +17,10 @@ from pathlib import Path
 import pytest
 import structlog
 from ofxtools.Parser import OFXTree
+from sqlalchemy import text
 
 from pixrecon.cli import run
+from pixrecon.commands.common import cannot_write
 from reconcile.db import create_db_engine
 from reconcile.nightly import reconcile_day
 from reconcile.settings import get_settings
@@ -150,8 +154,92 @@ def test_what_cannot_be_done_is_one_line_and_exit_two(
     missing = tmp_path / "no-such-folder" / "x.csv"
     _one_line(
         pixrecon("export", "--date", day, "--kind", "exceptions", "-f", "csv", "-o", str(missing)),
-        "cannot write",
+        f"cannot write {missing}: the folder {missing.parent} does not exist",
     )
+
+
+def test_a_folder_as_the_output_is_refused_with_what_to_do(
+    pixrecon: Callable[..., Result], tmp_path: Path
+) -> None:
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    asked = ("export", "--date", DAY.isoformat(), "--kind", "exceptions", "-f", "csv")
+    _one_line(
+        pixrecon(*asked, "-o", str(folder)),
+        f"cannot write {folder}: it is a folder: name a file, e.g. {folder}/NAME",
+    )
+    assert list(folder.iterdir()) == []  # no .partial left behind
+
+
+def test_reconcile_refuses_an_export_path_before_reconciling(
+    pixrecon: Callable[..., Result], tmp_path: Path, database: str
+) -> None:
+    runs_before = _runs(database)
+    _one_line(
+        pixrecon(
+            "reconcile", "--date", DAY.isoformat(), "--no-poll", "--export", "csv", str(tmp_path)
+        ),
+        f"cannot write {tmp_path}: it is a folder: name a file",
+    )
+    assert _runs(database) == runs_before  # nothing was reconciled for nothing
+
+
+def test_reconcile_says_what_to_do_when_its_export_cannot_be_written(
+    pixrecon: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "exceptions.csv"
+
+    def refused(chunks: object, path: Path) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr("pixrecon.commands.reconcile.to_file", refused)
+    code, _, err = pixrecon(
+        "reconcile", "--date", DAY.isoformat(), "--no-poll", "--export", "csv", str(target)
+    )
+    assert code == 2
+    (line,) = [line for line in err.splitlines() if line.startswith("error:")]
+    said = " ".join(line.split())
+    assert f"cannot write {target}: permission denied: name a file in a folder" in said
+    assert f"`pixrecon export --date {DAY.isoformat()} --kind exceptions`" in said
+
+
+@pytest.mark.parametrize(
+    ("number", "says"),
+    [
+        (errno.EACCES, "permission denied: name a file in a folder you may write to"),
+        (errno.EROFS, "the file system is read-only: name a file on a writable one"),
+        (errno.ENOSPC, "no space left on the device: free some, or name a file on another one"),
+        (errno.EIO, "Input/output error"),
+    ],
+)
+def test_each_write_failure_says_what_to_do(tmp_path: Path, number: int, says: str) -> None:
+    target = tmp_path / "x.csv"
+    problem = OSError(number, os.strerror(number), str(target))
+    assert cannot_write(target, problem) == f"cannot write {target}: {says}"
+
+
+def test_a_read_only_folder_is_seen_before_trying(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class ReadOnly:
+        f_flag = os.ST_RDONLY
+
+    monkeypatch.setattr(os, "statvfs", lambda _: ReadOnly())
+    assert cannot_write(tmp_path / "x.csv") == (
+        f"cannot write {tmp_path / 'x.csv'}: the file system is read-only: name a file on a "
+        "writable one"
+    )
+
+
+def _runs(url: str) -> int:
+    engine = create_db_engine(url)
+    try:
+        with engine.connect() as connection:
+            return int(
+                connection.execute(text("SELECT count(*) FROM reconciliation_run")).scalar_one()
+            )
+    finally:
+        engine.dispose()
 
 
 def test_a_day_without_a_run_says_so_in_one_line_as_a_process(

@@ -1,0 +1,195 @@
+"""Ctrl-C: exit code 130 and one line on stderr saying what was not finished (README,
+"Exit codes and errors"); a reconciliation cut short keeps no verdict and no run left
+``running``."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from sqlalchemy import func, select
+
+from pixrecon.cli import run
+from reconcile.db import create_db_engine, session_scope, table_of
+from reconcile.models import ReconciliationItem, ReconciliationRun
+from reconcile.nightly import reconcile_day
+from reconcile.settings import get_settings
+from reconcile.timeutil import business_day_bounds
+from tests.cli_support import clean_env
+from tests.reconcile.day_book import DayBook
+
+DAY = date(2026, 3, 10)
+AFTER = business_day_bounds(DAY)[1] + timedelta(hours=2)
+# Nothing listens there: the provider is retried, long enough to be interrupted.
+UNREACHABLE = {
+    "qrcode_api_url": "http://127.0.0.1:1",
+    "qrcode_client_id": "id",
+    "qrcode_client_secret": "secret",
+    "provider_retry_seconds": "60",
+    "log_json": "0",
+}
+
+
+@pytest.fixture
+def database(tmp_path: Path, sqlite_template: Path) -> str:
+    """A day with a Pix and a statement line, reconciled once."""
+    path = tmp_path / "interrupt.db"
+    shutil.copy(sqlite_template, path)
+    url = f"sqlite:///{path}"
+    engine = create_db_engine(url)
+    book = DayBook(engine, DAY)
+    e2e = book.pix(15_000, "10:00")
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 15_000, "10:00", credit=True, endToEndId=e2e)
+    reconcile_day(engine, DAY, now=AFTER)
+    engine.dispose()
+    return url
+
+
+def _runs(url: str) -> list[tuple[int, str, int]]:
+    """(id, status, verdicts kept) of every run."""
+    runs, items = table_of(ReconciliationRun), table_of(ReconciliationItem)
+    engine = create_db_engine(url)
+    try:
+        with session_scope(engine) as session:
+            counted = select(items.c.run_id, func.count()).group_by(items.c.run_id)
+            kept = {int(run_id): int(n) for run_id, n in session.execute(counted).all()}
+            rows = session.execute(select(runs.c.id, runs.c.status).order_by(runs.c.id)).all()
+            return [(int(i), str(s), kept.get(int(i), 0)) for i, s in rows]
+    finally:
+        engine.dispose()
+
+
+def _interrupt_when(args: list[str], env: dict[str, str], cwd: Path, sign: str) -> tuple[int, str]:
+    """Start ``pixrecon ARGS``, send SIGINT once stderr shows ``sign``: (exit code, stderr)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pixrecon", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    lines: queue.Queue[str] = queue.Queue()
+    stream = process.stderr
+
+    def read() -> None:
+        for line in stream:
+            lines.put(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    said: list[str] = []
+    try:
+        while not any(sign in line for line in said):
+            said.append(lines.get(timeout=60))
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    reader.join(timeout=10)
+    while not lines.empty():
+        said.append(lines.get())
+    return code, "".join(said)
+
+
+def _the_line(stderr: str) -> str:
+    assert "Traceback" not in stderr, stderr
+    (line,) = [line for line in stderr.splitlines() if line.startswith("interrupted:")]
+    assert not [line for line in stderr.splitlines() if line.startswith("error:")], stderr
+    return line
+
+
+def test_ctrl_c_while_fetching_says_nothing_was_concluded(database: str, tmp_path: Path) -> None:
+    before = _runs(database)
+    code, stderr = _interrupt_when(
+        ["reconcile", "--date", DAY.isoformat()],
+        clean_env(database_url=database, **UNREACHABLE),
+        tmp_path,
+        "provider call failed",
+    )
+    assert code == 130, stderr
+    line = _the_line(stderr)
+    assert "the reconciliation of 10/03/2026 stopped while fetching" in line
+    assert "nothing was concluded" in line
+    assert f"run `pixrecon reconcile --date {DAY.isoformat()}` again" in line
+    assert _runs(database) == before
+
+
+def test_ctrl_c_in_any_command_is_one_line_and_130(database: str, tmp_path: Path) -> None:
+    code, stderr = _interrupt_when(
+        ["poll"],
+        clean_env(database_url=database, **UNREACHABLE),
+        tmp_path,
+        "provider call failed",
+    )
+    assert code == 130, stderr
+    assert "the command stopped before it finished (Ctrl-C)" in _the_line(stderr)
+
+
+@pytest.fixture
+def pixrecon(
+    database: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> Iterator[Callable[..., tuple[int, str]]]:
+    """The console script's entry point in this process: (exit code, stderr)."""
+    for name, value in clean_env(database_url=database, log_json="0").items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    saved, handlers = structlog.get_config(), logging.getLogger().handlers[:]
+    capfd.readouterr()
+
+    def invoke(*args: str) -> tuple[int, str]:
+        code = run(list(args))
+        return code, capfd.readouterr().err
+
+    try:
+        yield invoke
+    finally:
+        get_settings.cache_clear()
+        structlog.configure(**saved)
+        logging.getLogger().handlers[:] = handlers
+
+
+def test_ctrl_c_while_matching_fails_the_run_and_keeps_no_verdict(
+    pixrecon: Callable[..., tuple[int, str]], database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (first,) = _runs(database)
+    # The day's answer, with its verdicts.
+    assert first[1] == "completed"
+    assert first[2] > 0
+
+    def cut_short(*args: Any, on_step: Callable[[str], object], **kwargs: Any) -> Any:
+        # Ctrl-C at the second matching step: the run is started, verdicts are written.
+        steps: list[str] = []
+
+        def step(name: str) -> None:
+            steps.append(name)
+            if len(steps) == 2:
+                raise KeyboardInterrupt
+            on_step(name)
+
+        return reconcile_day(*args, on_step=step, now=AFTER, **kwargs)
+
+    monkeypatch.setattr("pixrecon.commands.reconcile.reconcile_day", cut_short)
+    code, stderr = pixrecon("reconcile", "--date", DAY.isoformat(), "--no-poll")
+    assert code == 130, stderr
+    line = " ".join(_the_line(stderr).split())
+    (_, (_, status, kept)) = _runs(database)
+    assert (status, kept) == ("failed", 0)
+    assert "its run is marked failed and keeps no verdict" in line
+    assert "nothing was concluded" in line
+    assert _runs(database)[0] == first  # the day's answer is still the run before

@@ -1,0 +1,103 @@
+"""``pixrecon events`` for people: times in São Paulo, to the second, whole at 80 columns;
+``--format json`` keeps ISO 8601 in UTC for programs (README, "Command line")."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from reconcile.db import create_db_engine, session_scope
+from reconcile.inbox import Delivery, NewItem, dump_json, store_deliveries
+from tests.cli_support import clean_env, run_pixrecon
+from tests.factories import pix
+
+# 18:25:04 UTC is 15:25:04 in São Paulo (UTC-3, no daylight saving since 2019).
+RECEIVED = datetime(2026, 11, 26, 18, 25, 4, 527859, tzinfo=UTC)
+SAO_PAULO = "26/11/2026 15:25:04"
+
+
+def _fits_80_columns_whole(text: str, times: int) -> None:
+    """At 80 columns the time may go under its date, but nothing is cut."""
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+    assert "…" not in text, text
+    assert (text.count("26/11/2026"), text.count("15:25:04")) == (times, times), text
+    assert "2026-11-26" not in text, text
+    assert "+00:00" not in text, text
+
+
+@pytest.fixture
+def stored(tmp_path: Path, sqlite_template: Path) -> tuple[dict[str, str], int, str]:
+    """A database with one Pix a webhook delivered at ``RECEIVED``: (environment, item id,
+    its endToEndId)."""
+    path = tmp_path / "events.db"
+    shutil.copy(sqlite_template, path)
+    url = f"sqlite:///{path}"
+    engine = create_db_engine(url)
+    body = pix()
+    e2e = str(body["endToEndId"])
+    delivery = Delivery(
+        route="/webhooks/qrcode/pix",
+        remote_addr="203.0.113.9",
+        headers={},
+        body=dump_json({"pix": [body]}).encode(),
+        items=[NewItem(kind="pix", key=f"pix:{e2e}", payload=dump_json(body))],
+    )
+    with session_scope(engine) as session:
+        (result,) = store_deliveries(session, [delivery], now=RECEIVED)
+    engine.dispose()
+    # A terminal of 80 columns, the narrowest the tables are made for.
+    env = {**clean_env(database_url=url, log_json="0"), "COLUMNS": "80"}
+    return env, result.item_ids[0], e2e
+
+
+def test_the_listing_shows_sao_paulo_time_to_the_second_at_80_columns(
+    stored: tuple[dict[str, str], int, str], tmp_path: Path
+) -> None:
+    env, _, _ = stored
+    listed = run_pixrecon("events", cwd=tmp_path, env=env)
+    assert listed.returncode == 0, listed.stderr
+    _fits_80_columns_whole(listed.stdout, 1)
+    wide = run_pixrecon("events", cwd=tmp_path, env={**env, "COLUMNS": "160"})
+    assert SAO_PAULO in wide.stdout, wide.stdout
+
+    as_json = run_pixrecon("events", "--format", "json", cwd=tmp_path, env=env)
+    (item,) = json.loads(as_json.stdout)
+    assert item["received_at"] == RECEIVED.isoformat()
+
+
+def test_by_reference_items_and_deliveries_show_sao_paulo_time(
+    stored: tuple[dict[str, str], int, str], tmp_path: Path
+) -> None:
+    env, _, e2e = stored
+    found = run_pixrecon("events", "--ref", e2e, cwd=tmp_path, env=env)
+    assert found.returncode == 0, found.stderr
+    # Once for the item, once for the delivery that carried it.
+    _fits_80_columns_whole(found.stdout, 2)
+    # The key folds onto lines of its own column, whole.
+    items_table = found.stdout.split("└")[0]
+    key = [row.split("│")[4].strip() for row in items_table.splitlines() if row[:1] == "│"]
+    assert "".join(key) == f"pix:{e2e}", found.stdout
+
+    as_json = run_pixrecon("events", "--ref", e2e, "--format", "json", cwd=tmp_path, env=env)
+    (item,) = json.loads(as_json.stdout)
+    assert item["deliveries"][0]["received_at"] == RECEIVED.isoformat()
+
+
+def test_show_gives_a_person_sao_paulo_time_and_a_program_json(
+    stored: tuple[dict[str, str], int, str], tmp_path: Path
+) -> None:
+    env, item_id, e2e = stored
+    shown = run_pixrecon("events", "show", str(item_id), cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert SAO_PAULO in shown.stdout
+    assert "+00:00" not in shown.stdout
+    assert f'"endToEndId": "{e2e}"' in shown.stdout  # the payload, whole
+
+    as_json = run_pixrecon("events", "show", str(item_id), "-f", "json", cwd=tmp_path, env=env)
+    view = json.loads(as_json.stdout)
+    assert view["received_at"] == RECEIVED.isoformat()
+    assert view["payload"]["endToEndId"] == e2e
