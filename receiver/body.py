@@ -11,6 +11,7 @@ from typing import Any
 from starlette.requests import Request
 
 from receiver.problems import Problem
+from reconcile.payloads.text import may_hold_surrogates, mend_surrogates
 
 # Deeply nested JSON is an attack on the parser, not a notification.
 MAX_JSON_DEPTH = 32
@@ -126,26 +127,14 @@ def parse_json(request: Request, body: bytes) -> Any:
         # ``{}``, and is kept the same way (unsupported) rather than refused.
         return {}
     try:
+        text = _text(body, charset)
         # Numbers become Decimal so that 110.10 stays 110.10 (money is never float).
-        document = json.loads(_text(body, charset), parse_float=Decimal)
+        document = json.loads(text, parse_float=Decimal)
     except RecursionError:
         raise Problem(400, "malformed-json", "JSON nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise _not_json(media_type, f"body is not valid JSON: {exc}") from None
     if _depth(document, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise Problem(400, "malformed-json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    if _lone_surrogates(body, document):
-        raise Problem(400, "malformed-json", "JSON text is not valid Unicode (a lone surrogate)")
-    return document
-
-
-def _lone_surrogates(body: bytes, document: Any) -> bool:
-    """``"\\ud800"`` is JSON syntax but no character: no text column could store it. The
-    full check runs only when the bytes could hold one."""
-    if b"\\u" not in body and b"\xed" not in body:
-        return False
-    try:
-        json.dumps(document, ensure_ascii=False, default=str).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    # Before any model or key sees it: the raw body keeps the text as it came.
+    return mend_surrogates(document) if may_hold_surrogates(text) else document

@@ -16,6 +16,7 @@ from pydantic import BeforeValidator, Field, StringConstraints, WithJsonSchema
 from reconcile.inbox import NewItem
 from reconcile.models import ItemKind
 from reconcile.payloads import (
+    AMOUNT,
     UNKNOWN_STATUS,
     Amount,
     ItemWarning,
@@ -81,6 +82,8 @@ EndToEndId = Annotated[
 
 
 class Payment(Tolerant):
+    EXPECT = {"amount": AMOUNT}
+
     currency: str | None = None
     amount: Amount | None = None
 
@@ -137,6 +140,14 @@ class MovementData(Identified):
     debtorAccount: Account | None = None
     payment: Payment | None = None
     refunds: list[RefundInfo] | None = None
+
+    def _expectations(self, already: set[str]) -> list[ItemWarning]:
+        found = super()._expectations(already)
+        # A movement always moves an amount: without a payment object it lacks one as
+        # surely as a payment without ``amount`` does, and is flagged at the same place.
+        if self.payment is None and pointer(["payment"]) not in already:
+            found.append(ItemWarning(pointer(["payment", "amount"]), AMOUNT.what))
+        return found
 
 
 class CashoutData(Identified):

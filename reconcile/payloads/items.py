@@ -17,6 +17,7 @@ from reconcile.inbox import NewItem, dump_json
 from reconcile.models import ItemKind, ItemStatus
 from reconcile.payloads import PayloadInvalid, violations
 from reconcile.payloads.refs import ENVELOPES, item_refs, ref_values
+from reconcile.payloads.text import mended_warnings
 from reconcile.payloads.tolerant import ItemWarning, Tolerant, pointer
 
 M = TypeVar("M", bound=Tolerant)
@@ -195,7 +196,7 @@ def new_item(
         kind=kind.value,
         key=key,
         payload=dump_json(payload),
-        warnings=tuple(_unique(warnings)),
+        warnings=tuple(_unique([*warnings, *mended_warnings(payload)])),
         refs=ref_values(item_refs(kind.value, payload)),
     )
 

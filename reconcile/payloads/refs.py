@@ -38,8 +38,12 @@ def _text(value: Any) -> str | None:
         return None
     if isinstance(value, int):
         value = str(value)
-    if isinstance(value, str) and 0 < len(value) <= REF_MAX_LENGTH and "\x00" not in value:
-        return value
+    if not isinstance(value, str):
+        return None
+    # As the item's key reads it: a padded id is found by the id itself.
+    text = value.strip()
+    if 0 < len(text) <= REF_MAX_LENGTH and "\x00" not in text:
+        return text
     return None
 
 

@@ -44,6 +44,9 @@ def pointer(parts: Iterable[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
+KEY_UNPADDED = "a business key without surrounding whitespace (read without it)"
+
+
 def _always(_value: Any) -> bool:
     return True
 
@@ -242,6 +245,7 @@ class Tolerant(BaseModel):
     @model_validator(mode="wrap")
     @classmethod
     def _keep_what_cannot_be_read(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        data, trimmed = cls._trimmed_keys(data)
         try:
             model = handler(data)
             dropped: list[ItemWarning] = []
@@ -251,10 +255,30 @@ class Tolerant(BaseModel):
                 raise
             model, dropped = cls._without_unreadable(data, handler, first)
         dropped.extend(model._without_nul())
+        unread = {w.pointer for w in dropped}
+        # A key unreadable even without its whitespace is flagged for that alone.
+        dropped.extend(w for w in trimmed if w.pointer not in unread)
         flagged = model._expectations({w.pointer for w in dropped})
         if dropped or flagged:
             model._unread = (*dropped, *flagged)
         return model
+
+    @classmethod
+    def _trimmed_keys(cls, data: Any) -> tuple[Any, list[ItemWarning]]:
+        """``data`` with the whitespace around its key fields stripped (a copy: the raw
+        payload is kept as it came). Senders pad ids or end them with a newline; the key is
+        what is between, and a retry without the padding is the same item."""
+        if not isinstance(data, dict) or not cls.KEYS:
+            return data, []
+        padded = [
+            name
+            for name in cls.KEYS
+            if isinstance(data.get(name), str) and data[name] != data[name].strip()
+        ]
+        if not padded:
+            return data, []
+        trimmed = {**data, **{name: data[name].strip() for name in padded}}
+        return trimmed, [ItemWarning(pointer([name]), KEY_UNPADDED) for name in padded]
 
     @classmethod
     def _without_unreadable(

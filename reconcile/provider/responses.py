@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
@@ -11,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from reconcile.payloads.text import mend_surrogates
 from reconcile.provider.errors import (
     AuthenticationFailed,
     BadRequest,
@@ -26,9 +28,18 @@ _OAUTH_CLIENT_ERRORS = frozenset({"invalid_client", "unauthorized_client"})
 _OAUTH_SCOPE_ERRORS = frozenset({"invalid_scope"})
 
 
+# A JSON escape of a UTF-16 surrogate (a pair matches too, and costs only a needless walk).
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
 def decode_json(response: httpx.Response) -> Any:
-    """JSON with numbers as ``Decimal``, so an amount sent as ``110.1`` stays exact."""
-    return json.loads(response.content, parse_float=Decimal)
+    """JSON with numbers as ``Decimal``, so an amount sent as ``110.1`` stays exact, and
+    lone surrogates mended as the receiver mends them (``reconcile.payloads.text``): no
+    database column can hold one, and a polled item must store as a notified one does."""
+    document = json.loads(response.content, parse_float=Decimal)
+    if _ESCAPED_SURROGATE.search(response.content):
+        return mend_surrogates(document)
+    return document
 
 
 def json_object(response: httpx.Response) -> dict[str, Any]:

@@ -158,7 +158,11 @@ def test_known_type_with_invalid_data_is_400_with_violations(running_node: Runni
     )
     assert response.status_code == 400
     assert response.headers["content-type"] == "application/problem+json"
-    assert [v["property"] for v in response.json()["violations"]] == ["/data"]
+    # The key first, then the item's other problems: a movement without its amount.
+    assert [v["property"] for v in response.json()["violations"]] == [
+        "/data",
+        "/data/payment/amount",
+    ]
     assert _items(running_node) == {}
 
 

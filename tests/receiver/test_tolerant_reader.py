@@ -228,9 +228,19 @@ def test_a_pix_of_unreadable_amount_takes_the_apis_at_confirmation(
     }
 
 
-def test_json_that_is_not_unicode_is_malformed(engine: Engine, client: InProcess) -> None:
-    body = b'{"pix": [{"endToEndId": "%s", "infoPagador": "\\ud800"}]}' % e2e_id(1).encode()
-    response = _post(client, "/webhooks/qrcode/pix", body)
+@pytest.mark.parametrize(
+    ("encoding", "declared"),
+    [("utf-8", "application/json; charset=utf-8"), ("utf-16-le", "application/json")],
+)
+def test_bytes_that_are_not_text_in_their_encoding_are_malformed(
+    engine: Engine, client: InProcess, encoding: str, declared: str
+) -> None:
+    # A lone surrogate written as a JSON escape is text JSON allows, and is mended
+    # (test_text_and_keys.py); encoded as bytes, in the charset declared or in the one
+    # JSON's encodings tell apart, it decodes to no text at all.
+    text = json.dumps({"pix": [{"endToEndId": e2e_id(1), "infoPagador": "\ud800"}]})
+    body = text.replace("\\ud800", "\ud800").encode(encoding, "surrogatepass")
+    response = client.post("/webhooks/qrcode/pix", content=body, headers={"content-type": declared})
     assert response.status_code == 400
     assert response.json()["type"].endswith("malformed-json")
     assert _counts(engine) == (0, 0, 0)

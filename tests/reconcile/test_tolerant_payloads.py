@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 
 from reconcile.inbox import NewItem
 from reconcile.money import to_cents
-from reconcile.payloads import PayloadInvalid
+from reconcile.payloads import AMOUNT_EXPECTED, PayloadInvalid
 from reconcile.payloads.accounts import MovementData, accounts_items
 from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
 from reconcile.payloads.pix import Devolucao, PixItem, pix_callback_items
-from reconcile.payloads.tolerant import read_timestamp
+from reconcile.payloads.text import SURROGATE_REPLACED, may_hold_surrogates, mend_surrogates
+from reconcile.payloads.tolerant import KEY_UNPADDED, read_timestamp
 from tests.factories import e2e_id, pix
 from tests.receiver.deliveries import (
     Sample,
@@ -424,3 +425,148 @@ def test_a_time_without_its_offset_is_sao_paulo_time_and_flagged(
     assert read_timestamp("2026-11-26T12:00:00-03:00") == datetime(2026, 11, 26, 15, tzinfo=UTC)
     (with_offset,) = pix_callback_items(pix(horario="2026-11-26T12:00:00z"))
     assert _warnings(with_offset) == {}
+
+
+def _padded(value: str) -> str:
+    return f" {value}\n"
+
+
+RTR = "D18236120202611221530r0000000001"
+PADDED_KEYS = [
+    (
+        "/webhooks/qrcode/pix",
+        {"pix": [pix(e2e=_padded(e2e_id(1)))]},
+        f"pix:{e2e_id(1)}",
+        "/endToEndId",
+    ),
+    (
+        "/webhooks/qrcode/pix",
+        {
+            "pix": [
+                pix(
+                    e2e=e2e_id(1),
+                    devolucoes={"rtrId": _padded(RTR), "valor": "1.00", "status": "DEVOLVIDO"},
+                )
+            ]
+        },
+        f"refund:{RTR}:DEVOLVIDO",
+        "/devolucao/rtrId",
+    ),
+    (
+        "/webhooks/qrcode/pix",
+        {
+            "pix": [
+                pix(
+                    e2e=e2e_id(1),
+                    devolucoes={"id": _padded("d1"), "valor": "1.00", "status": "DEVOLVIDO"},
+                )
+            ]
+        },
+        f"refund:{e2e_id(1)}:d1:DEVOLVIDO",
+        "/devolucao/id",
+    ),
+    (
+        "/webhooks/qrcode/rec",
+        {"recs": [{"idRec": _padded("RR1"), "status": "APROVADA"}]},
+        "rec:RR1:APROVADA:",
+        "/idRec",
+    ),
+    (
+        "/webhooks/qrcode/cobr",
+        {"cobsr": [{"txid": _padded("tx1"), "status": "ATIVA"}]},
+        "cobr:tx1:ATIVA:0",
+        "/txid",
+    ),
+    *(
+        (
+            "/webhooks/accounts",
+            {
+                "type": "TRANSFER",
+                "data": {
+                    name: _padded("k-1"),
+                    "status": "LIQUIDATED",
+                    "payment": {"amount": "1.00"},
+                },
+            },
+            "accounts:TRANSFER:k-1:LIQUIDATED",
+            f"/data/{name}",
+        )
+        for name in ("id", "idempotencyKey", "endToEndId")
+    ),
+    (
+        "/webhooks/accounts",
+        {"type": "INFRACTION", "data": {"id": _padded("inf-1"), "status": "OPEN"}},
+        "accounts:INFRACTION:inf-1:OPEN",
+        "/data/id",
+    ),
+]
+
+
+@pytest.mark.parametrize(("route", "body", "key", "where"), PADDED_KEYS)
+def test_whitespace_around_a_business_key_is_stripped_and_flagged(
+    route: str, body: Any, key: str, where: str
+) -> None:
+    items = {item.key: item for item in PARSERS[route](body)}
+    assert _warnings(items[key]) == {where: KEY_UNPADDED}
+
+
+def test_a_key_unreadable_without_its_whitespace_is_flagged_for_what_it_is() -> None:
+    refund = {"rtrId": _padded("short"), "id": "d1", "valor": "1.00", "status": "DEVOLVIDO"}
+    (_, item) = pix_callback_items({"pix": [pix(e2e=e2e_id(1), devolucoes=refund)]})
+    assert _warnings(item) == {"/devolucao/rtrId": "a string matching ^[a-zA-Z0-9]{32}$"}
+    with pytest.raises(PayloadInvalid) as refused:
+        pix_callback_items({"pix": [pix(e2e=_padded("short"))]})
+    pattern = "a string matching ^[a-zA-Z0-9]{32}$"
+    assert refused.value.violations == [
+        {
+            "property": "/pix/0/endToEndId",
+            "message": f"expected {pattern}: it is the item's business key",
+        }
+    ]
+
+
+def test_mended_text_is_flagged_where_each_item_holds_it() -> None:
+    refund = {"id": "d\ud800", "valor": "1.00", "status": "DEVOLVIDO"}
+    document = mend_surrogates(
+        {"pix": [pix(e2e=e2e_id(1), infoPagador="\udc00", devolucoes=[refund])]}
+    )
+    pix_item, refund_item = pix_callback_items(document)
+    assert _warnings(pix_item) == {
+        "/infoPagador": SURROGATE_REPLACED,
+        "/devolucoes/0/id": SURROGATE_REPLACED,
+    }
+    assert refund_item.key == f"refund:{e2e_id(1)}:d\ufffd:DEVOLVIDO"
+    assert _warnings(refund_item) == {"/devolucao/id": SURROGATE_REPLACED}
+    assert json.loads(refund_item.payload)["devolucao"]["id"] == "d\ufffd"
+
+
+def test_surrogates_are_mended_and_pairs_kept() -> None:
+    mended = mend_surrogates(
+        json.loads('{"a\\ud800": ["\\ud83d\\ude00", "x\\udc00\\ud800", "\ufffd"]}')
+    )
+    assert mended == {"a\ufffd": ["\U0001f600", "x\ufffd\ufffd", "\ufffd"]}
+    assert [type(value) is str for value in mended["a\ufffd"]] == [True, False, True]
+    assert not may_hold_surrogates('{"a": "\\u00e9"}')
+    assert may_hold_surrogates('{"a": "\\uD800"}')
+
+
+@pytest.mark.parametrize(
+    "payment",
+    [None, {"currency": "BRL"}, {"amount": None}, "absent"],
+)
+def test_a_movement_without_its_amount_is_flagged(payment: Any) -> None:
+    data: dict[str, Any] = {"id": "t-1", "status": "LIQUIDATED"}
+    if payment != "absent":
+        data["payment"] = payment
+    for kind in ("TRANSFER", "RECEIVE", "REFUND"):
+        (item,) = accounts_items({"type": kind, "data": data})
+        assert _warnings(item) == {"/data/payment/amount": AMOUNT_EXPECTED}
+    # A cash-out failure need not say how much: only a movement moves money.
+    (cashout,) = accounts_items({"type": "CASHOUT", "data": data})
+    assert _warnings(cashout) == {}
+
+
+def test_a_payment_of_another_shape_is_flagged_once() -> None:
+    data = {"id": "t-1", "status": "LIQUIDATED", "payment": 5}
+    (item,) = accounts_items({"type": "TRANSFER", "data": data})
+    assert _warnings(item) == {"/data/payment": "an object"}
