@@ -15,7 +15,7 @@ from typing import Any
 
 from reconcile.payloads.tolerant import ItemWarning, pointer
 
-SURROGATE_REPLACED = "text with an unpaired UTF-16 surrogate, replaced by U+FFFD"
+SURROGATE_REPLACED = "Unicode text (an unpaired UTF-16 surrogate was replaced by U+FFFD)"
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A surrogate written as a JSON escape; a pair matches too, and costs only a needless walk.

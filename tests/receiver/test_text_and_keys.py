@@ -22,7 +22,7 @@ from tests.receiver.test_tolerant_reader import InProcess, receiver
 from tests.receiver.test_tolerant_reader import _process_pending as _process
 
 E2E = "E12345678202611261500ABCDEFGHIJK"
-SURROGATE = "text with an unpaired UTF-16 surrogate, replaced by U+FFFD"
+SURROGATE = "Unicode text (an unpaired UTF-16 surrogate was replaced by U+FFFD)"
 
 
 @pytest.fixture
