@@ -100,7 +100,12 @@ def _fetching(name: str, steps: list[str], bar: Progress, task: TaskID) -> None:
 
 
 def reconcile_command(
-    day: Annotated[str, typer.Option("--date", help="business day YYYY-MM-DD (America/Sao_Paulo)")],
+    day: Annotated[
+        str,
+        typer.Option(
+            "--date", help="business day YYYY-MM-DD (America/Sao_Paulo), today at the latest"
+        ),
+    ],
     output: FormatOption = OutputFormat.table,
     export: Annotated[
         tuple[ExportFormat, Path] | None,
@@ -114,7 +119,8 @@ def reconcile_command(
 ) -> None:
     """Reconcile a whole business day and give its verdict.
 
-    Fetches the day from the provider first (unless --no-poll). Exit code 0 reconciled;
+    Fetches the day from the provider first (unless --no-poll). A day still going is
+    judged as of now; one that has not begun is refused. Exit code 0 reconciled;
     1 breaks (exceptions remain) or reconciled with pending items; 2 incomplete (a source
     could not be read) or the reconciliation could not run."""
     settings = get_settings()
