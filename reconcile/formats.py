@@ -30,9 +30,12 @@ def br_date(value: date | str | None) -> str:
     return day.strftime("%d/%m/%Y")
 
 
-def sp_time(value: datetime | str | None) -> str:
-    """An instant as São Paulo wall-clock time, ``22/11/2026 23:59``."""
+def sp_time(value: datetime | str | None, *, seconds: bool = False) -> str:
+    """An instant as São Paulo wall-clock time, ``22/11/2026 23:59`` (``23:59:07`` with
+    ``seconds``: many inbox items arrive within one minute, and the second tells them
+    apart)."""
     if value is None:
         return "—"
     instant = datetime.fromisoformat(value) if isinstance(value, str) else value
-    return as_utc(instant).astimezone(BUSINESS_TZ).strftime("%d/%m/%Y %H:%M")
+    layout = "%d/%m/%Y %H:%M:%S" if seconds else "%d/%m/%Y %H:%M"
+    return as_utc(instant).astimezone(BUSINESS_TZ).strftime(layout)

@@ -8,7 +8,7 @@ import os
 import re
 import socket
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import date
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -24,7 +24,6 @@ from sqlalchemy import Engine
 from pixrecon.bootstrap import StartupError, open_database
 from reconcile.logs import get_logger, json_enabled
 from reconcile.settings import Settings
-from reconcile.timeutil import BUSINESS_TZ, as_utc
 
 console = Console()
 # A diagnostic is one line however narrow the terminal (rich wraps at 80 columns otherwise).
@@ -107,15 +106,6 @@ def day_option(raw: str, option: str = "--date") -> date:
 def is_iso_day_prefixed(raw: str) -> bool:
     """Whether ``raw`` starts with a YYYY-MM-DD day (followed by nothing, T or a space)."""
     return bool(_ISO_DAY.match(raw)) and raw[10:11] in ("", "T", " ")
-
-
-def sp_seconds(value: datetime | str | None) -> str:
-    """An instant as São Paulo wall-clock time to the second, ``22/11/2026 23:59:07``:
-    many inbox items arrive within one minute, and the second tells them apart."""
-    if value is None:
-        return "—"
-    instant = datetime.fromisoformat(value) if isinstance(value, str) else value
-    return as_utc(instant).astimezone(BUSINESS_TZ).strftime("%d/%m/%Y %H:%M:%S")
 
 
 def cannot_write(path: Path, exc: OSError | None = None) -> str:

@@ -21,9 +21,9 @@ from pixrecon.commands.common import (
     database_or_exit,
     fail,
     is_iso_day_prefixed,
-    sp_seconds,
 )
 from reconcile.db import session_scope
+from reconcile.formats import sp_time
 from reconcile.models import ItemStatus, Source
 from reconcile.settings import Settings, get_settings
 
@@ -82,7 +82,7 @@ def events(
             row["status"],
             str(row["duplicates"]),
             str(len(row["warnings"])),
-            sp_seconds(row["received_at"]),
+            sp_time(row["received_at"], seconds=True),
         )
     console.print(table)
     if ref is not None:
@@ -109,7 +109,7 @@ def _print_deliveries(rows: list[dict[str, Any]]) -> None:
                 delivery["route"],
                 delivery["remote_addr"] or "",
                 str(delivery["item_count"]),
-                sp_seconds(delivery["received_at"]),
+                sp_time(delivery["received_at"], seconds=True),
             )
     console.print(table)
 
@@ -151,7 +151,7 @@ def _print_item(view: dict[str, Any]) -> None:
     for name in ("id", "source", "kind", "key", "status"):
         table.add_row(name, escape(str(view[name])))
     for name, label in _TIMES.items():
-        table.add_row(f"{label} (São Paulo)", sp_seconds(view[name]))
+        table.add_row(f"{label} (São Paulo)", sp_time(view[name], seconds=True))
     for name in ("webhook_count", "poll_count", "duplicates", "attempts"):
         table.add_row(name, str(view[name]))
     table.add_row("error", escape(view["error"] or "—"))
@@ -260,7 +260,6 @@ def events_replay(
         }
         sys.stdout.write(json.dumps(body, indent=2) + "\n")
         return
-    from reconcile.formats import sp_time
 
     table = Table("id", "kind", "key", "status before", "received (São Paulo)")
     for item in result.chosen:

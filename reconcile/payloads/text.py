@@ -20,6 +20,7 @@ SURROGATE_REPLACED = "Unicode text (an unpaired UTF-16 surrogate was replaced by
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A surrogate written as a JSON escape; a pair matches too, and costs only a needless walk.
 _ESCAPED = re.compile(r"\\u[dD][89a-fA-F]")
+_ESCAPED_BYTES = re.compile(_ESCAPED.pattern.encode())
 
 
 class Mended(str):
@@ -31,8 +32,11 @@ class Mended(str):
     __slots__ = ()
 
 
-def may_hold_surrogates(text: str) -> bool:
-    """Whether JSON ``text`` can parse into a lone surrogate: a cheap look before a walk."""
+def may_hold_surrogates(text: str | bytes) -> bool:
+    """Whether JSON ``text`` can parse into a lone surrogate: a cheap look before a walk.
+    As bytes (an HTTP answer), only as an escape: UTF-8 cannot encode a raw surrogate."""
+    if isinstance(text, bytes):
+        return _ESCAPED_BYTES.search(text) is not None
     return _ESCAPED.search(text) is not None or _SURROGATE.search(text) is not None
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from datetime import UTC, datetime
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
@@ -12,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from reconcile.payloads.text import mend_surrogates
+from reconcile.payloads.text import may_hold_surrogates, mend_surrogates
 from reconcile.provider.errors import (
     AuthenticationFailed,
     BadRequest,
@@ -28,16 +27,12 @@ _OAUTH_CLIENT_ERRORS = frozenset({"invalid_client", "unauthorized_client"})
 _OAUTH_SCOPE_ERRORS = frozenset({"invalid_scope"})
 
 
-# A JSON escape of a UTF-16 surrogate (a pair matches too, and costs only a needless walk).
-_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-
 def decode_json(response: httpx.Response) -> Any:
     """JSON with numbers as ``Decimal``, so an amount sent as ``110.1`` stays exact, and
     lone surrogates mended as the receiver mends them (``reconcile.payloads.text``): no
     database column can hold one, and a polled item must store as a notified one does."""
     document = json.loads(response.content, parse_float=Decimal)
-    if _ESCAPED_SURROGATE.search(response.content):
+    if may_hold_surrogates(response.content):
         return mend_surrogates(document)
     return document
 
