@@ -36,6 +36,11 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
 _ENCODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
+def _zlib_header(body: bytes) -> bool:
+    """RFC 1950's two header bytes: method 8 (deflate), and a check sum divisible by 31."""
+    return len(body) >= 2 and body[0] & 0x0F == 8 and (body[0] << 8 | body[1]) % 31 == 0
+
+
 def decode_body(request: Request, body: bytes, max_bytes: int) -> bytes:
     """The body as its sender wrote it, when it came compressed (``Content-Encoding``:
     ``gzip`` or ``deflate``): some HTTP clients compress what they post. The limit counts
@@ -47,6 +52,10 @@ def decode_body(request: Request, body: bytes, max_bytes: int) -> bytes:
     wbits = _ENCODINGS.get(encoding)
     if wbits is None:
         raise Problem(415, "unsupported-media-type", f"unsupported Content-Encoding {encoding}")
+    if encoding == "deflate" and not _zlib_header(body):
+        # HTTP's ``deflate`` is a zlib stream, but some clients send bare deflate data
+        # under that name (as browsers accept it): read that too rather than refuse it.
+        wbits = -zlib.MAX_WBITS
     inflater = zlib.decompressobj(wbits)
     try:
         decoded = inflater.decompress(body, max_bytes + 1)

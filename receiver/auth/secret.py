@@ -28,7 +28,9 @@ class SecretHeader:
         presented = request.headers.get(self.header)
         if presented is None:
             raise Problem(401, "unauthenticated", f"missing {self.header} header")
-        candidate = _digest(presented)
+        # Whitespace around a field value is not part of it (RFC 9110 §5.5); a sender that
+        # pads the header must not be refused for it.
+        candidate = _digest(presented.strip(" \t"))
         # Every accepted value is compared, always: timing must not tell which one (or
         # whether an old one) matched.
         matched = False

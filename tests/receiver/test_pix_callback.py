@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+import socket
 import zlib
 from collections.abc import Callable
 from decimal import Decimal
@@ -17,7 +18,7 @@ from sqlmodel import col
 
 from reconcile.db import session_scope
 from reconcile.models import InboxItem, PixReceived, WebhookDelivery
-from tests.conftest import RunningNode
+from tests.conftest import SECRET, RunningNode
 from tests.factories import e2e_id, pix
 
 
@@ -220,7 +221,14 @@ def test_text_in_another_encoding_is_read_as_the_sender_wrote_it(
 
 @pytest.mark.parametrize(
     ("encoding", "compress"),
-    [("gzip", gzip.compress), ("deflate", zlib.compress), ("identity", lambda raw: raw)],
+    [
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),
+        # Bare deflate data under the name, as some clients send it.
+        ("deflate", lambda raw: zlib.compress(raw, wbits=-zlib.MAX_WBITS)),
+        ("identity", lambda raw: raw),
+    ],
+    ids=["gzip", "deflate", "raw-deflate", "identity"],
 )
 def test_a_compressed_body_is_read_as_it_was_written(
     running_node: RunningNode, encoding: str, compress: Callable[[bytes], bytes]
@@ -331,6 +339,32 @@ def test_wrong_or_missing_secret_is_401(running_node: RunningNode, headers: dict
     assert response.status_code == 401
     assert response.headers["content-type"] == "application/problem+json"
     assert _count(running_node, WebhookDelivery) == 0
+
+
+def _raw_post(url: str, secret: bytes, body: bytes) -> bytes:
+    """A request as a sender writes it, whitespace and all (httpx refuses to send that)."""
+    where = httpx.URL(url)
+    with socket.create_connection((where.host, where.port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /webhooks/qrcode/pix HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nX-Webhook-Secret:" + secret + b"\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body
+        )
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer.split(b"\r\n", 1)[0]
+
+
+def test_a_secret_padded_with_whitespace_is_the_secret(running_node: RunningNode) -> None:
+    # Whitespace around a header's value is not part of it (RFC 9110 §5.5).
+    for padded in (f" {SECRET}  ", f"\t{SECRET}\t"):
+        body = json.dumps({"pix": [pix()]}).encode()
+        assert _raw_post(running_node.url, padded.encode(), body) == b"HTTP/1.1 200 OK"
+    inside = f" {SECRET[:4]} {SECRET[4:]}".encode()
+    status = _raw_post(running_node.url, inside, json.dumps({"pix": [pix()]}).encode())
+    assert status.startswith(b"HTTP/1.1 401")
+    assert _count(running_node, WebhookDelivery) == 2
 
 
 def test_oversize_body_without_content_length_is_413(running_node: RunningNode) -> None:
