@@ -5,15 +5,15 @@ knows with another amount ``amount_mismatch``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import ColumnElement, Engine, and_, bindparam, func, select, update
 from sqlmodel import col
 
-from reconcile.db import session_scope
+from reconcile.db import session_scope, table_of
 from reconcile.logs import get_logger
 from reconcile.metrics import CONFIRMATIONS
 from reconcile.models import AccountMovement, Confirmation, PixReceived, PixRefund
@@ -39,6 +39,11 @@ UNKNOWN_AMOUNT = -1
 """What a look-up returns when the API confirms the movement but states no amount."""
 # Failures that will fail every look-up alike: stop and retry the whole batch later.
 STOP_ERRORS: tuple[type[Exception], ...] = (ProviderUnavailable, AuthenticationFailed, Forbidden)
+
+
+class NotListed(Exception):
+    """A listing of the API's does not hold the row: it says nothing about it either way
+    (the row may lie outside the listed window), so the row is left as it was."""
 
 
 class Unverifiable(Exception):
@@ -138,6 +143,7 @@ def confirm_pending(
     limit: int = 100,
     now: datetime | None = None,
     amount_from_api: bool = False,
+    listed_until: datetime | None = None,
 ) -> ConfirmReport:
     """Look up the rows due for a check; API calls happen outside any transaction.
     ``lookup`` returns the amount the API states (cents, or ``UNKNOWN_AMOUNT``), raises
@@ -145,20 +151,45 @@ def confirm_pending(
 
     With ``amount_from_api``, a row whose notified amount could not be read
     (``amount_cents`` null) takes the API's; until the API states one it stays pending,
-    since money of unknown amount cannot count."""
+    since money of unknown amount cannot count.
+
+    With ``listed_until``, rows written after it are left for the next listing of the
+    API (``confirm_listed``), which settles them without a call each."""
     now = now or utcnow()
-    report = ConfirmReport()
+    due_now = col(model.next_check_at) <= now
+    if listed_until is not None:
+        written = col(
+            PixReceived.created_at if model is PixReceived else model.updated_at  # type: ignore[union-attr]
+        )
+        due_now = and_(due_now, written <= listed_until)
+    due = _pending(
+        engine,
+        model,
+        due_now,
+        extra_columns,
+        order_by=col(model.next_check_at),
+        limit=limit,
+    )
+    return _judge(engine, model, due, lookup, grace=grace, now=now, amount_from_api=amount_from_api)
+
+
+def _pending(
+    engine: Engine,
+    model: Confirmed,
+    condition: ColumnElement[bool],
+    extra_columns: tuple[str, ...],
+    *,
+    order_by: Any = None,
+    limit: int | None = None,
+) -> list[Due]:
     with session_scope(engine) as session:
         rows = session.execute(
             select(model)
-            .where(
-                col(model.confirmation) == Confirmation.PENDING.value,
-                col(model.next_check_at) <= now,
-            )
-            .order_by(col(model.next_check_at))
+            .where(col(model.confirmation) == Confirmation.PENDING.value, condition)
+            .order_by(order_by)
             .limit(limit)
         ).scalars()
-        due = [
+        return [
             Due(
                 id=row.id or 0,
                 created_at=as_utc(
@@ -170,10 +201,27 @@ def confirm_pending(
             )
             for row in rows
         ]
+
+
+def _judge(
+    engine: Engine,
+    model: Confirmed,
+    due: list[Due],
+    lookup: Callable[[Due], int | None],
+    *,
+    grace: timedelta,
+    now: datetime,
+    amount_from_api: bool,
+) -> ConfirmReport:
+    """What the API's answer about each row makes of it, recorded in one transaction.
+    A lookup that raises ``NotListed`` leaves its row as it was."""
+    report = ConfirmReport()
     outcomes: list[tuple[int, str, int | None, datetime | None]] = []
     for row in due:
         try:
             api_cents = lookup(row)
+        except NotListed:
+            continue
         except NotFound:
             if now - row.created_at >= grace:
                 outcomes.append((row.id, Confirmation.UNCONFIRMED_WEBHOOK.value, None, None))
@@ -252,35 +300,48 @@ def _record(
     *,
     amount_from_api: bool = False,
 ) -> None:
-    with session_scope(engine) as session:
-        for row_id, confirmation, amount_cents, next_check_at in outcomes:
-            settled = confirmation != Confirmation.PENDING.value
+    table = table_of(model)
+    # One statement for every row (executemany): a listing settles hundreds at once. The
+    # parameters are prefixed so that none is named like a column (``settled_at``).
+    stmt = (
+        update(table)
+        .where(
+            table.c.id == bindparam("b_row_id"),
+            # A concurrent confirmer may have settled it already; first answer wins.
+            table.c.confirmation == Confirmation.PENDING.value,
+        )
+        .values(
+            confirmation=bindparam("b_outcome"),
+            confirmed_amount_cents=bindparam("b_stated"),
+            confirmed_at=bindparam("b_settled_at"),
+            next_check_at=bindparam("b_check_at"),
+            check_attempts=table.c.check_attempts + 1,
             # An amount the notification did not let us read is the API's from now on.
-            filled = (
-                {"amount_cents": func.coalesce(model.amount_cents, amount_cents)}
-                if amount_from_api and amount_cents is not None
-                else {}
-            )
-            session.execute(
-                update(model)
-                .where(
-                    col(model.id) == row_id,
-                    # A concurrent confirmer may have settled it already; first answer wins.
-                    col(model.confirmation) == Confirmation.PENDING.value,
-                )
-                .values(
-                    confirmation=confirmation,
-                    confirmed_amount_cents=amount_cents,
-                    confirmed_at=now if settled else None,
-                    next_check_at=next_check_at,
-                    check_attempts=model.check_attempts + 1,
-                    **filled,
-                )
-            )
+            amount_cents=func.coalesce(table.c.amount_cents, bindparam("b_filled")),
+        )
+    )
+    rows = [
+        {
+            "b_row_id": row_id,
+            "b_outcome": confirmation,
+            "b_stated": amount_cents,
+            "b_settled_at": now if confirmation != Confirmation.PENDING.value else None,
+            "b_check_at": next_check_at,
+            "b_filled": amount_cents if amount_from_api else None,
+        }
+        for row_id, confirmation, amount_cents, next_check_at in outcomes
+    ]
+    with session_scope(engine) as session:
+        session.execute(stmt, rows)
 
 
 def confirm_pending_pix(
-    engine: Engine, api: PixLookup, *, grace: timedelta, limit: int = 100
+    engine: Engine,
+    api: PixLookup,
+    *,
+    grace: timedelta,
+    limit: int = 100,
+    listed_until: datetime | None = None,
 ) -> ConfirmReport:
     return confirm_pending(
         engine,
@@ -290,6 +351,7 @@ def confirm_pending_pix(
         extra_columns=("end_to_end_id",),
         limit=limit,
         amount_from_api=True,
+        listed_until=listed_until,
     )
 
 
@@ -346,33 +408,98 @@ def _devolucoes(pix: dict[str, Any]) -> list[dict[str, Any]]:
     return [d for d in found or [] if isinstance(d, dict)]
 
 
+def _refund_cents(pix: dict[str, Any], due: Due) -> int:
+    """What the API's view of a Pix (``GET /pix/{e2eid}``, or a listing) says of one of its
+    refunds: counted in the same state and for the same amount."""
+    e2e, refund_id, rtr_id, status = (
+        due.fields[n] for n in ("end_to_end_id", "refund_id", "rtr_id", "status")
+    )
+    for refund in _devolucoes(pix):
+        if refund.get("id") == refund_id or (rtr_id and refund.get("rtrId") == rtr_id):
+            stated = refund.get("status")
+            if stated in ("DEVOLVIDO", "NAO_REALIZADO") and stated != status:
+                raise StatusDisagrees(str(stated))
+            return money_cents(refund.get("valor"))
+    raise NotFound(f"refund {refund_id} of {e2e} is not in the API's answer")
+
+
+REFUND_FIELDS = ("end_to_end_id", "refund_id", "rtr_id", "status")
+
+
 def confirm_pending_refunds(
-    engine: Engine, api: PixLookup, *, grace: timedelta, limit: int = 100
+    engine: Engine,
+    api: PixLookup,
+    *,
+    grace: timedelta,
+    limit: int = 100,
+    listed_until: datetime | None = None,
 ) -> ConfirmReport:
     """A refund counts once ``GET /pix/{e2eid}`` of the refunded Pix lists it, in the same
     state and for the same amount."""
-
-    def lookup(due: Due) -> int | None:
-        e2e, refund_id, rtr_id, status = (
-            due.fields[n] for n in ("end_to_end_id", "refund_id", "rtr_id", "status")
-        )
-        for refund in _devolucoes(api.get_pix(e2e)):
-            if refund.get("id") == refund_id or (rtr_id and refund.get("rtrId") == rtr_id):
-                stated = refund.get("status")
-                if stated in ("DEVOLVIDO", "NAO_REALIZADO") and stated != status:
-                    raise StatusDisagrees(str(stated))
-                return money_cents(refund.get("valor"))
-        raise NotFound(f"refund {refund_id} of {e2e} is not in the API's answer")
-
     return confirm_pending(
         engine,
         PixRefund,
-        lookup,
+        lambda due: _refund_cents(api.get_pix(due.fields["end_to_end_id"]), due),
         grace=grace,
-        extra_columns=("end_to_end_id", "refund_id", "rtr_id", "status"),
+        extra_columns=REFUND_FIELDS,
         limit=limit,
         amount_from_api=True,
+        listed_until=listed_until,
     )
+
+
+def confirm_listed(
+    engine: Engine, listed: Iterable[object], *, now: datetime | None = None
+) -> ConfirmReport:
+    """The Pix a walk of ``GET /pix`` listed, and their refunds, as a look-up of each would
+    have judged them: the listing states the same amount and state ``GET /pix/{e2eid}``
+    does. Without this, every Pix a webhook brought first (its listing is then a repeat
+    sighting) waited for a call of its own: on a busy day, a call per Pix, for hours.
+    Rows a listing does not show are left as they were."""
+    by_e2e = {
+        pix["endToEndId"]: pix
+        for pix in listed
+        if isinstance(pix, dict) and isinstance(pix.get("endToEndId"), str)
+    }
+    report = ConfirmReport()
+    if not by_e2e:
+        return report
+    now = now or utcnow()
+    keys = sorted(by_e2e)
+
+    def pix_cents(due: Due) -> int:
+        return money_cents(by_e2e[due.fields["end_to_end_id"]].get("valor"))
+
+    def refund_cents(due: Due) -> int:
+        try:
+            return _refund_cents(by_e2e[due.fields["end_to_end_id"]], due)
+        except NotFound:
+            # The listing may predate the refund: no evidence either way.
+            raise NotListed() from None
+
+    for at in range(0, len(keys), LISTED_CHUNK):
+        chunk = keys[at : at + LISTED_CHUNK]
+        for subject, model, lookup, fields in (
+            ("pix", PixReceived, pix_cents, ("end_to_end_id",)),
+            ("refund", PixRefund, refund_cents, REFUND_FIELDS),
+        ):
+            due = _pending(engine, model, col(model.end_to_end_id).in_(chunk), fields)
+            found = _judge(
+                engine,
+                model,
+                due,
+                lookup,
+                # A listing never says "not found": no row here can run out of grace.
+                grace=timedelta.max,
+                now=now,
+                amount_from_api=True,
+            )
+            _count(subject, found)
+            report.extend(found)
+    return report
+
+
+LISTED_CHUNK = 500
 
 
 def waive_confirmation(engine: Engine) -> int:
@@ -393,15 +520,19 @@ def waive_confirmation(engine: Engine) -> int:
     return waived
 
 
+def _count(subject: str, report: ConfirmReport) -> None:
+    for outcome in LISTS:
+        if outcome != "skipped":
+            CONFIRMATIONS.labels(subject, outcome).inc(len(getattr(report, outcome)))
+
+
 def _drain(
     subject: str, step: Callable[[], ConfirmReport], batch: int, into: ConfirmReport
 ) -> None:
     """Run ``step`` until a batch comes back short: nothing more is due now."""
     while True:
         report = step()
-        for outcome in LISTS:
-            if outcome != "skipped":
-                CONFIRMATIONS.labels(subject, outcome).inc(len(getattr(report, outcome)))
+        _count(subject, report)
         into.extend(report)
         if report.interrupted or report.handled < batch:
             return
@@ -412,9 +543,12 @@ def confirm_all(
     pix: PixLookup | None,
     payments: PaymentLookup | None,
     settings: Settings,
+    *,
+    listed_until: datetime | None = None,
 ) -> ConfirmReport:
     """Every movement whose look-up is due, by the configured policy: the worker's
-    ``confirm`` job and the nightly run both come here."""
+    ``confirm`` job and the nightly run both come here. ``listed_until``: Pix and refunds
+    written after it wait for the next listing of ``GET /pix`` instead."""
     report = ConfirmReport()
     if settings.confirm_policy == "none":
         waive_confirmation(engine)
@@ -424,13 +558,17 @@ def confirm_all(
     if pix is not None:
         _drain(
             "pix",
-            lambda: confirm_pending_pix(engine, pix, grace=grace, limit=batch),
+            lambda: confirm_pending_pix(
+                engine, pix, grace=grace, limit=batch, listed_until=listed_until
+            ),
             batch,
             report,
         )
         _drain(
             "refund",
-            lambda: confirm_pending_refunds(engine, pix, grace=grace, limit=batch),
+            lambda: confirm_pending_refunds(
+                engine, pix, grace=grace, limit=batch, listed_until=listed_until
+            ),
             batch,
             report,
         )

@@ -31,6 +31,7 @@ from reconcile.polling.day import (
     Family,
     Providers,
     configured,
+    pix_listed_until,
     poll_resuming,
     sources_of,
     statement_polled_until,
@@ -153,7 +154,11 @@ class PeriodicJobs:
                 if job is None:
                     return False
                 p = self.providers
-                confirm_all(self._engine, p.qrcode, p.accounts, self._settings)
+                # A Pix notified since the current poll's last listing is settled by its
+                # next one, a call per page rather than per Pix; anything that listing
+                # leaves pending is looked up on the following run.
+                listed = pix_listed_until(self._engine, utcnow(), self._settings)
+                confirm_all(self._engine, p.qrcode, p.accounts, self._settings, listed_until=listed)
                 return True
 
         return self._survive("confirm", run)

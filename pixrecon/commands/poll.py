@@ -68,7 +68,7 @@ def _poll(
     def step(name: str) -> None:
         shown.update(task, description=f"polling {name}")
 
-    result: dict[str, Any] = {"seen": 0, "new": 0, "invalid": 0, "families": {}}
+    result: dict[str, Any] = {"seen": 0, "new": 0, "invalid": 0, "settled": 0, "families": {}}
     for family in configured(providers):
         if window is not None:
             # A backfill does not move the poller's own window, nor take its lease.
@@ -97,13 +97,19 @@ def _poll(
             "start": fetched.start.isoformat(),
             "end": fetched.end.isoformat(),
             "steps": {
-                name: {"seen": r.seen, "new": len(r.new_ids), "invalid": r.invalid}
+                name: {
+                    "seen": r.seen,
+                    "new": len(r.new_ids),
+                    "invalid": r.invalid,
+                    "settled": r.settled,
+                }
                 for name, r in fetched.steps.items()
             },
         }
         for name in ("seen", "invalid"):
             result[name] += getattr(fetched, name)
         result["new"] += len(fetched.new_ids)
+        result["settled"] += sum(r.settled for r in fetched.steps.values())
     windows = result["families"].values()
     result["start"] = min(w["start"] for w in windows)
     result["end"] = max(w["end"] for w in windows)
@@ -161,3 +167,8 @@ def poll(
     console.print(table)
     where = "here" if not settings.broker_url else "by the workers"
     console.print(f"{result['new']} new items, processed {where}")
+    if result["settled"]:
+        console.print(
+            f"{result['settled']} notified Pix and refunds settled by being listed "
+            "(confirmed, or found to disagree), with no look-up each"
+        )

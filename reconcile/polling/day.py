@@ -138,19 +138,36 @@ def sources_of(
     )
 
 
-def statement_polled_until(engine: Engine, now: datetime, settings: Settings) -> bool:
-    """Whether the periodic accounts poll has read the statement up to about ``now``: its
-    last window ended within two of its intervals. Its first window reaches back
-    ``PIXRECON_POLL_INITIAL_LOOKBACK_SECONDS`` (a day by default) and each later one
-    overlaps the one before, so a poll that is current has read the day so far."""
+def _polled_until(
+    engine: Engine, family: Family, now: datetime, interval: float
+) -> datetime | None:
+    """The end of the periodic poll's last window of ``family``, when that poll is current:
+    its last window ended within two of its intervals."""
     with session_scope(engine) as session:
         end = session.execute(
             select(ScheduledJob.last_window_end).where(  # type: ignore[call-overload]
-                col(ScheduledJob.name) == Family.ACCOUNTS.poll_job
+                col(ScheduledJob.name) == family.poll_job
             )
         ).scalar_one_or_none()
-    slack = timedelta(seconds=2 * settings.poll_accounts_interval_seconds)
-    return end is not None and as_utc(end) >= now - slack
+    if end is None or as_utc(end) < now - timedelta(seconds=2 * interval):
+        return None
+    return as_utc(end)
+
+
+def statement_polled_until(engine: Engine, now: datetime, settings: Settings) -> bool:
+    """Whether the periodic accounts poll has read the statement up to about ``now``. Its
+    first window reaches back ``PIXRECON_POLL_INITIAL_LOOKBACK_SECONDS`` (a day by
+    default) and each later one overlaps the one before, so a poll that is current has
+    read the day so far."""
+    interval = settings.poll_accounts_interval_seconds
+    return _polled_until(engine, Family.ACCOUNTS, now, interval) is not None
+
+
+def pix_listed_until(engine: Engine, now: datetime, settings: Settings) -> datetime | None:
+    """Until when the periodic poll of ``GET /pix`` has listed, and so settled, what
+    webhooks brought (``confirm_listed``), if that poll is current; else ``None``."""
+    interval = settings.poll_qrcode_interval_seconds
+    return _polled_until(engine, Family.QRCODE, now, interval)
 
 
 def fetch_window(

@@ -13,6 +13,7 @@ from sqlalchemy import Engine, select, update
 from sqlmodel import col
 from structlog import get_logger
 
+from reconcile.confirmation import confirm_listed
 from reconcile.db import session_scope
 from reconcile.handlers.automatico import calendar_of
 from reconcile.inbox import NewItem
@@ -54,11 +55,27 @@ def poll_received_pix(
     on_new: OnNew = None,
     on_progress: Callable[[int], object] | None = None,
 ) -> PollResult:
-    """Walk ``GET /pix`` over [inicio, fim]; each Pix and each of its refunds is an item."""
+    """Walk ``GET /pix`` over [inicio, fim]; each Pix and each of its refunds is an item.
+    A Pix or refund a webhook brought first is confirmed by being listed."""
     found = api.list_received_pix(inicio, fim, page_size=page_size)
-    return walk_and_store(
-        engine, found, _received, on_new, what="pix", page=page_size, on_progress=on_progress
+    settled = 0
+
+    def confirm(listed: list[dict[str, Any]]) -> None:
+        nonlocal settled
+        settled += confirm_listed(engine, listed).handled
+
+    result = walk_and_store(
+        engine,
+        found,
+        _received,
+        on_new,
+        what="pix",
+        page=page_size,
+        on_progress=on_progress,
+        on_page=confirm,
     )
+    result.settled = settled
+    return result
 
 
 def poll_charges(

@@ -31,6 +31,9 @@ class PollResult:
     invalid: int = 0
     flagged: int = 0
     """Items stored with warnings: fields the API sent otherwise than documented."""
+    settled: int = 0
+    """Movements a webhook brought earlier that this walk's listing settled: confirmed, or
+    found to disagree with what was notified (``confirm_listed``)."""
 
 
 def store_polled(engine: Engine, items: list[NewItem], on_new: OnNew) -> list[int]:
@@ -53,19 +56,26 @@ def walk_and_store(
     what: str,
     page: int = 200,
     on_progress: Callable[[int], object] | None = None,
+    on_page: Callable[[list[dict[str, Any]]], object] | None = None,
 ) -> PollResult:
-    """Store what an API walk finds, ``page`` items per transaction."""
+    """Store what an API walk finds, ``page`` items per transaction. ``on_page`` gets
+    what the API sent for each page once its items are stored."""
     result = PollResult()
     batch: list[NewItem] = []
+    listed: list[dict[str, Any]] = []
 
     def flush() -> None:
         result.new_ids.extend(store_polled(engine, batch, on_new))
         batch.clear()
+        if on_page is not None and listed:
+            on_page(listed.copy())
+        listed.clear()
         if on_progress is not None:
             on_progress(result.seen)
 
     for raw in found:
         result.seen += 1
+        listed.append(raw)
         try:
             items = list(to_items(raw))
         except (PayloadInvalid, ValidationError, ValueError):

@@ -160,6 +160,8 @@ def test_poll_command_finds_pix_and_resumes_its_window(tmp_path: Path) -> None:
             "seen": 3,
             "new": 3,
             "invalid": 0,
+            # Nothing was notified before: no pending row for the listing to settle.
+            "settled": 0,
             "processed": 3,
         }
         provider.receive_pix(Decimal("4.04"))

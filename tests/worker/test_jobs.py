@@ -11,6 +11,7 @@ from sqlalchemy import Engine, select
 
 from pixrecon.node import Node
 from reconcile.db import session_scope
+from reconcile.metrics import PROVIDER_REQUESTS
 from reconcile.models import PixReceived, ScheduledJob
 from reconcile.provider.qrcode_api import QrCodeApi
 from sandbox.app import create_app
@@ -120,7 +121,9 @@ def test_polling_finds_pix_no_webhook_brought_and_repeats_nothing(
     for polled in silent:
         # Found by the API itself: confirmed on arrival.
         assert rows[polled["endToEndId"]].confirmation == "confirmed"
-    assert rows[notified["endToEndId"]].confirmation == "pending"
+    # Notified first, then listed: the listing settled it, with no look-up of its own.
+    assert rows[notified["endToEndId"]].confirmation == "confirmed"
+    assert rows[notified["endToEndId"]].check_attempts == 1
 
     jobs.poll_qrcode()  # an overlapping window: everything seen again, nothing new
     assert node.wait_processed()["items"] == 3
@@ -223,3 +226,41 @@ def test_the_worker_reconciles_today_and_keeps_only_the_newest_verdicts(
     assert [r.status for r in runs] == ["completed", "completed"]
     assert {i.run_id for i in items} == {max(r.id or 0 for r in runs)}
     assert [i.status for i in items] == ["missing_webhook"]
+
+
+def _look_ups() -> float:
+    """Calls of ``GET /pix/{e2eid}`` this process made, by its own metrics."""
+    return sum(
+        sample.value
+        for family in PROVIDER_REQUESTS.collect()
+        for sample in family.samples
+        if sample.name.endswith("_total") and sample.labels.get("endpoint") == "/pix/{id}"
+    )
+
+
+def test_a_pix_notified_after_the_last_listing_waits_for_the_next_one(
+    node: RunningNode, provider: SandboxProvider
+) -> None:
+    """With the poll of ``GET /pix`` current, the confirm job leaves what webhooks brought
+    since its last window to the next listing, which settles a page at a time."""
+    jobs = node.node.runtime.jobs
+    assert jobs.poll_qrcode()
+    real = provider.receive_pix(Decimal("31.00"))
+    forged = pix(e2e=e2e_id(), valor="32.00")
+    node.post_pix({"pix": [real, forged]})
+    node.wait_processed()
+
+    asked = _look_ups()
+    assert jobs.confirm()
+    rows = _pix_rows(node.node.engine)
+    assert {rows[p["endToEndId"]].check_attempts for p in (real, forged)} == {0}
+    assert _look_ups() == asked
+
+    assert jobs.poll_qrcode()
+    rows = _pix_rows(node.node.engine)
+    assert rows[real["endToEndId"]].confirmation == "confirmed"
+    # The listing does not show the forged one: it is looked up on the following run,
+    # and unknown past its (here tiny) grace period, flagged.
+    assert rows[forged["endToEndId"]].confirmation == "pending"
+    assert jobs.confirm()
+    assert _pix_rows(node.node.engine)[forged["endToEndId"]].confirmation == ("unconfirmed_webhook")
