@@ -17,7 +17,8 @@ def auth(**overrides: object) -> WebhookAuth:
     return WebhookAuth(settings_for(**values), "qrcode")
 
 
-@pytest.mark.parametrize("secret", [OLD, NEW])
+# Whitespace around a header's value is not part of it (RFC 9110 §5.5).
+@pytest.mark.parametrize("secret", [OLD, NEW, f" {NEW} ", f"\t{OLD}"])
 def test_every_accepted_value_passes_during_rotation(secret: str) -> None:
     auth().check_request(make_request(headers=[("X-Webhook-Secret", secret)]))
 
@@ -28,7 +29,8 @@ def test_every_accepted_value_passes_during_rotation(secret: str) -> None:
         ([], "missing X-Webhook-Secret header"),
         ([("X-Webhook-Secret", "wrong")], "invalid X-Webhook-Secret header"),
         ([("X-Webhook-Secret", "")], "invalid X-Webhook-Secret header"),
-        ([("X-Webhook-Secret", NEW + " ")], "invalid X-Webhook-Secret header"),
+        ([("X-Webhook-Secret", NEW[:3] + " " + NEW[3:])], "invalid X-Webhook-Secret header"),
+        ([("X-Webhook-Secret", NEW + "x ")], "invalid X-Webhook-Secret header"),
         ([("X-Other-Header", NEW)], "missing X-Webhook-Secret header"),
     ],
 )
