@@ -8,7 +8,7 @@ import os
 import re
 import socket
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -24,6 +24,7 @@ from sqlalchemy import Engine
 from pixrecon.bootstrap import StartupError, open_database
 from reconcile.logs import get_logger, json_enabled
 from reconcile.settings import Settings
+from reconcile.timeutil import BUSINESS_TZ
 
 console = Console()
 # A diagnostic is one line however narrow the terminal (rich wraps at 80 columns otherwise).
@@ -106,6 +107,22 @@ def day_option(raw: str, option: str = "--date") -> date:
 def is_iso_day_prefixed(raw: str) -> bool:
     """Whether ``raw`` starts with a YYYY-MM-DD day (followed by nothing, T or a space)."""
     return bool(_ISO_DAY.match(raw)) and raw[10:11] in ("", "T", " ")
+
+
+def moment_option(raw: str, option: str) -> datetime:
+    """A time given on the command line: YYYY-MM-DD[THH:MM[:SS]] with an optional offset
+    (``Z``, ``-03:00``); without one it is São Paulo time, as every time shown is."""
+    problem = (
+        f"{option} {escape(repr(raw))} is not a date or time like 2026-11-22T14:30 "
+        "(São Paulo time unless an offset such as Z or -03:00 follows)"
+    )
+    if not is_iso_day_prefixed(raw):
+        raise fail(problem)
+    try:
+        moment = datetime.fromisoformat(raw)
+    except ValueError:
+        raise fail(problem) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=BUSINESS_TZ)
 
 
 def cannot_write(path: Path, exc: OSError | None = None) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
 from typing import Annotated, Any
 
 import typer
@@ -20,7 +19,7 @@ from pixrecon.commands.common import (
     console,
     database_or_exit,
     fail,
-    is_iso_day_prefixed,
+    moment_option,
 )
 from reconcile.db import session_scope
 from reconcile.formats import sp_time
@@ -218,7 +217,7 @@ def events_replay(
     try:
         selection = Selection(
             item_id=item_id,
-            since=_moment(since) if since is not None else None,
+            since=moment_option(since, "--since") if since is not None else None,
             kind=kind,
             ref=ref,
             statuses=tuple(status or ()),
@@ -276,19 +275,6 @@ def events_replay(
             f"{len(result.flipped)} items pending again{sent}"
             + (f"; {skipped} changed meanwhile and were left alone" if skipped else "")
         )
-
-
-def _moment(raw: str) -> datetime:
-    from reconcile.timeutil import BUSINESS_TZ
-
-    problem = f"--since {escape(repr(raw))} is not a date or time like 2026-11-22T14:30"
-    if not is_iso_day_prefixed(raw):
-        raise fail(problem)
-    try:
-        moment = datetime.fromisoformat(raw)
-    except ValueError:
-        raise fail(problem) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=BUSINESS_TZ)
 
 
 def _send(settings: Settings, engine: Engine, ids: list[int]) -> str:

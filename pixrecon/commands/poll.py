@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 from sqlalchemy import Engine
@@ -22,6 +21,7 @@ from pixrecon.commands.common import (
     console,
     database_or_exit,
     fail,
+    moment_option,
     one_line,
     progress,
 )
@@ -31,18 +31,11 @@ from reconcile.processing import process_items
 from reconcile.provider.errors import ProviderError
 from reconcile.provider.factory import ProviderClients, provider_clients
 from reconcile.settings import Settings, get_settings
-from reconcile.timeutil import parse_timestamp, utcnow
+from reconcile.timeutil import utcnow
 
 CLI_OWNER = "pixrecon-poll"
 POLL_ERRORS: tuple[type[Exception], ...] = (ProviderError, *UNAVAILABLE_ERRORS)
 CLI_LEASE = timedelta(minutes=10)
-
-
-def _when(value: str, name: str) -> datetime:
-    parsed = parse_timestamp(value)
-    if parsed is None:
-        raise fail(f"--{name} is not an RFC 3339 time: {escape(value)!r}")
-    return parsed
 
 
 def _poll(
@@ -120,9 +113,14 @@ def _poll(
 def poll(
     since: Annotated[
         str | None,
-        typer.Option(help="start of an explicit window (RFC 3339); default: resume the poller"),
+        typer.Option(
+            help="start of an explicit window, e.g. 2026-11-22T14:30 (São Paulo time unless "
+            "an offset follows); default: resume the poller"
+        ),
     ] = None,
-    until: Annotated[str | None, typer.Option(help="end of the explicit window")] = None,
+    until: Annotated[
+        str | None, typer.Option(help="end of the explicit window (same form); default: now")
+    ] = None,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """Poll the provider once, as the workers' periodic polls do.
@@ -133,7 +131,10 @@ def poll(
     setup_logging(settings)
     window = None
     if since is not None:
-        window = (_when(since, "since"), _when(until, "until") if until else utcnow())
+        window = (
+            moment_option(since, "--since"),
+            moment_option(until, "--until") if until else utcnow(),
+        )
         if window[0] >= window[1]:
             raise fail("--since must be earlier than --until (or than now, without --until)")
     elif until is not None:

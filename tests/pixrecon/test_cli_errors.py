@@ -169,7 +169,16 @@ CASES: dict[str, Case] = {
         {},
         "--since '20261123' is not a date or time like 2026-11-22T14:30",
     ),
-    "poll_bad_since": (("poll", "--since", "yesterday"), {}, "--since is not an RFC 3339 time"),
+    "poll_bad_since": (
+        ("poll", "--since", "yesterday"),
+        {},
+        "--since 'yesterday' is not a date or time like 2026-11-22T14:30",
+    ),
+    "poll_basic_since": (
+        ("poll", "--since", "20261123T000000"),
+        {},
+        "--since '20261123T000000' is not a date or time like 2026-11-22T14:30",
+    ),
     "poll_until_alone": (("poll", "--until", "2026-01-01T00:00:00Z"), {}, "--until needs --since"),
     "poll_window_backwards": (
         ("poll", "--since", "2026-01-02T00:00:00Z", "--until", "2026-01-01T00:00:00Z"),
@@ -380,3 +389,17 @@ def test_an_unexpected_error_is_one_line_and_its_stack_only_at_debug(
         "error: cannot use the database at sqlite://: server closed the connection; check "
         "PIXRECON_DATABASE_URL and that the database server is running"
     ]
+
+
+def test_a_time_without_an_offset_is_sao_paulo_time_on_every_command() -> None:
+    from datetime import UTC, datetime
+
+    from pixrecon.commands.common import moment_option
+
+    # 14:30 in São Paulo (UTC-3, no daylight saving since 2019) is 17:30 UTC.
+    assert moment_option("2026-11-22T14:30", "--since").astimezone(UTC) == datetime(
+        2026, 11, 22, 17, 30, tzinfo=UTC
+    )
+    assert moment_option("2026-11-22T14:30Z", "--since") == datetime(
+        2026, 11, 22, 14, 30, tzinfo=UTC
+    )
