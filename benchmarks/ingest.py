@@ -153,7 +153,8 @@ def receiver_process(
         "PIXRECON_DATABASE_URL": database_url,
         "PIXRECON_WEBHOOK_SECRET_HEADER": header,
         "PIXRECON_WEBHOOK_SECRETS": secret,
-        "PIXRECON_LOG_LEVEL": "WARNING",
+        # Quiet unless asked (PIXRECON_LOG_LEVEL=INFO measures the default's log lines).
+        "PIXRECON_LOG_LEVEL": os.environ.get("PIXRECON_LOG_LEVEL", "WARNING"),
         "PIXRECON_SCHEDULER_ENABLED": "false",
     }
     if broker_url is not None:

@@ -130,11 +130,12 @@ async def _accept(
     except UNAVAILABLE_ERRORS as exc:
         log.error("storage_unavailable", route=route, error=type(exc).__name__)
         raise storage_unavailable() from None
-    label = route_label(request.scope)
-    ctx.metrics.items.labels(label, "new").inc(len(result.new_ids))
-    ctx.metrics.items.labels(label, "duplicate").inc(result.duplicates)
+    ctx.metrics.stored(route_label(request.scope), len(result.new_ids), result.duplicates)
     _count_warnings(ctx.metrics, items)
-    log.info(
+    # At DEBUG: a JSON line costs about 80 µs of the event loop's CPU, a sixth of what a
+    # delivery costs, and the delivery itself is kept in webhook_delivery with its time,
+    # route and request headers; refusals, rarer and kept in quarantine too, stay at INFO.
+    log.debug(
         "webhook_accepted",
         route=route,
         items=len(items),

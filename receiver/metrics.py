@@ -7,6 +7,8 @@ in production the workers' metrics server serves."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio.to_thread
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -81,6 +83,34 @@ class ReceiverMetrics:
             buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
             registry=self.registry,
         )
+
+        # Each request's series, looked up once: ``labels()`` takes a lock and builds a key
+        # every time (about 4 µs), four times a delivery. Routes are templates and statuses
+        # few, so these stay small.
+        self._answered: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self._stored: dict[str, tuple[Any, Any]] = {}
+
+    def answered(self, route: str, status: int, seconds: float) -> None:
+        """A webhook delivery answered ``status`` after ``seconds``."""
+        series = self._answered.get((route, status))
+        if series is None:
+            series = self._answered[(route, status)] = (
+                self.deliveries.labels(route, str(status)),
+                self.ack_seconds.labels(route),
+            )
+        series[0].inc()
+        series[1].observe(seconds)
+
+    def stored(self, route: str, new: int, duplicates: int) -> None:
+        """The items of one delivery: new to the inbox, or repeats of items it holds."""
+        series = self._stored.get(route)
+        if series is None:
+            series = self._stored[route] = (
+                self.items.labels(route, "new"),
+                self.items.labels(route, "duplicate"),
+            )
+        series[0].inc(new)
+        series[1].inc(duplicates)
 
     async def endpoint(self, _request: Request) -> Response:
         # The state collector queries the database: off the event loop.

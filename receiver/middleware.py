@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from receiver.metrics import ReceiverMetrics, route_label
 
 REQUEST_ID_HEADER = "x-request-id"
+_HEADER = REQUEST_ID_HEADER.encode()
 
 
 _SLASHES = re.compile(r"/{2,}")
@@ -77,7 +78,7 @@ class RequestContextMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        incoming = dict(scope["headers"]).get(REQUEST_ID_HEADER.encode(), b"").decode("latin-1")
+        incoming = next((v for k, v in scope["headers"] if k == _HEADER), b"").decode("latin-1")
         # Accept a caller's id only when it looks like one, so logs cannot be injected.
         request_id = incoming if 0 < len(incoming) <= 64 and incoming.isprintable() else ""
         request_id = request_id or self.ids.next()
@@ -88,12 +89,17 @@ class RequestContextMiddleware:
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message.setdefault("headers", [])
-                message["headers"].append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+                message["headers"].append((_HEADER, request_id.encode()))
                 if path.startswith("/webhooks/"):
-                    route = route_label(scope)
-                    self.metrics.deliveries.labels(route, str(message["status"])).inc()
-                    self.metrics.ack_seconds.labels(route).observe(time.perf_counter() - started)
+                    self.metrics.answered(
+                        route_label(scope), message["status"], time.perf_counter() - started
+                    )
             await send(message)
 
-        with structlog.contextvars.bound_contextvars(request_id=request_id):
+        # Bound and reset by hand rather than with ``bound_contextvars``: one generator and
+        # context manager fewer per request on the event loop.
+        tokens = structlog.contextvars.bind_contextvars(request_id=request_id)
+        try:
             await self.app(scope, receive, send_with_id)
+        finally:
+            structlog.contextvars.reset_contextvars(**tokens)
