@@ -61,6 +61,9 @@ class Expect:
     required: bool = False
     nearly: Callable[[Any], str | None] | None = None
     """For a value ``ok`` accepts that was read by a guess: what was expected instead."""
+    meant: Callable[[Any], Any] | None = None
+    """The documented value a value written otherwise stands for (a status in lower case,
+    or padded): the model takes it, and the field is flagged."""
 
     def problem(self, value: Any) -> str | None:
         """What was expected instead of ``value`` (present), ``None`` when it is fine."""
@@ -71,7 +74,16 @@ class Expect:
 
 def one_of(*values: str, required: bool = False) -> Expect:
     allowed = frozenset(values)
-    return Expect("one of " + ", ".join(values), lambda value: value in allowed, required)
+    # ``devolvido`` or `` DEVOLVIDO`` can mean nothing but DEVOLVIDO; kept as written, it
+    # would rank as no known status and key a second item for the same fact.
+    by_form = {value.casefold(): value for value in values}
+
+    def meant(value: Any) -> Any:
+        return by_form.get(value.strip().casefold(), value) if isinstance(value, str) else value
+
+    return Expect(
+        "one of " + ", ".join(values), lambda value: value in allowed, required, meant=meant
+    )
 
 
 # Far from the ends of datetime's range: arithmetic further on (time zones, deadlines)
@@ -324,6 +336,12 @@ class Tolerant(BaseModel):
             if at in already:
                 continue
             value = getattr(self, name, None)
+            if value is not None and expect.meant is not None:
+                documented = expect.meant(value)
+                if documented != value:
+                    setattr(self, name, documented)
+                    found.append(ItemWarning(at, f"{expect.what} (read as {documented})"))
+                    continue
             problem = expect.problem(value) if value is not None else None
             if value is None and expect.required:
                 problem = expect.what

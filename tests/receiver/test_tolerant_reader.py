@@ -466,3 +466,29 @@ def test_a_time_without_its_offset_is_stored_as_sao_paulo_time(
         e2e_id(1): datetime(2026, 11, 27, 0, 30, tzinfo=UTC),
         e2e_id(2): datetime(2026, 11, 26, 3, tzinfo=UTC),
     }
+
+
+def test_a_status_in_lower_case_is_read_as_the_documented_one(sqlite_engine: Engine) -> None:
+    """``devolvido`` can mean only DEVOLVIDO: kept as written it would rank as no known
+    status, and a later ``DEVOLVIDO`` of the same refund would be a second item."""
+    refund = {"id": "D1", "valor": "2.00", "status": " devolvido"}
+    body = {"pix": [pix(e2e=e2e_id(1), devolucoes=[refund])]}
+    with receiver(sqlite_engine) as client:
+        first = client.post("/webhooks/qrcode/pix", json=body).json()
+        refund["status"] = "DEVOLVIDO"
+        again = client.post("/webhooks/qrcode/pix", json=body).json()
+    assert (first["new"], again["new"], again["duplicates"]) == (2, 0, 2)
+    items = _items(sqlite_engine)
+    kept = items[f"refund:{e2e_id(1)}:D1:DEVOLVIDO"]
+    # The payload as it came; the field flagged with what it was read as.
+    assert json.loads(kept.payload)["devolucao"]["status"] == " devolvido"
+    assert json.loads(kept.warnings or "[]") == [
+        {
+            "pointer": "/devolucao/status",
+            "expected": "one of EM_PROCESSAMENTO, DEVOLVIDO, NAO_REALIZADO (read as DEVOLVIDO)",
+        }
+    ]
+    assert process_items(sqlite_engine, [i.id for i in items.values() if i.id]).failed == []
+    with session_scope(sqlite_engine) as session:
+        status = session.execute(select(col(PixRefund.status))).scalar_one()
+    assert status == "DEVOLVIDO"
