@@ -14,7 +14,8 @@ from reconcile.inbox import (
     store_deliveries,
     store_items,
 )
-from reconcile.models import InboxItem, Source, WebhookDelivery
+from reconcile.models import InboxItem, InboxRef, Source, WebhookDelivery
+from reconcile.payloads.tolerant import ItemWarning
 from reconcile.timeutil import utcnow
 from tests.factories import e2e_id
 
@@ -143,3 +144,36 @@ def test_deliveries_stored_together_get_the_results_they_would_get_alone(
     assert rows["pix:a"].webhook_count == 2
     assert rows["pix:c"].webhook_count == 2
     assert rows["pix:known"].webhook_count == 2
+
+
+def test_every_byte_and_character_is_stored_as_it_came(engine: Engine) -> None:
+    """The group commit's rows travel as JSON on PostgreSQL: quotes, backslashes, escapes,
+    line separators, accents and emoji in any text, and every byte of a body, come back
+    exactly."""
+    texts = 'aspas " barra \\ \\u0041 \n\t \u2028 \u00e7\u00e3o \U0001f600 \x7f'
+    body = bytes(range(256)) + texts.encode()
+    item = NewItem(
+        kind="pix",
+        key=f"pix:{e2e_id(1)}",
+        payload=json.dumps({"infoPagador": texts}, ensure_ascii=False),
+        warnings=(ItemWarning("/infoPagador", texts),),
+        refs=(e2e_id(1), texts),
+    )
+    delivery = Delivery(
+        route="/webhooks/qrcode/pix",
+        remote_addr="2001:db8::1",
+        headers={"user-agent": 'Jos\u00e9 "agent" \\ \u00ff'},
+        body=body,
+        items=[item],
+    )
+    with session_scope(engine) as session:
+        (stored,) = store_deliveries(session, [delivery])
+    with session_scope(engine) as session:
+        (kept,) = session.execute(select(WebhookDelivery)).scalars()
+        (row,) = session.execute(select(InboxItem)).scalars()
+        refs = set(session.execute(select(col(InboxRef.ref))).scalars())
+    assert (kept.body, kept.remote_addr) == (body, "2001:db8::1")
+    assert json.loads(kept.headers) == dict(delivery.headers)
+    assert (row.id, row.payload, row.key) == (stored.new_ids[0], item.payload, item.key)
+    assert json.loads(row.warnings or "") == [{"pointer": "/infoPagador", "expected": texts}]
+    assert refs == {e2e_id(1), texts}
