@@ -417,13 +417,14 @@ def _refund_cents(pix: dict[str, Any], due: Due) -> int:
     for refund in _devolucoes(pix):
         if refund.get("id") == refund_id or (rtr_id and refund.get("rtrId") == rtr_id):
             stated = refund.get("status")
-            if stated in ("DEVOLVIDO", "NAO_REALIZADO") and stated != status:
+            if stated in FINAL_REFUND_STATUSES and stated != status:
                 raise StatusDisagrees(str(stated))
             return money_cents(refund.get("valor"))
     raise NotFound(f"refund {refund_id} of {e2e} is not in the API's answer")
 
 
 REFUND_FIELDS = ("end_to_end_id", "refund_id", "rtr_id", "status")
+FINAL_REFUND_STATUSES = ("DEVOLVIDO", "NAO_REALIZADO")
 
 
 def confirm_pending_refunds(
@@ -475,6 +476,12 @@ def confirm_listed(
             return _refund_cents(by_e2e[due.fields["end_to_end_id"]], due)
         except NotFound:
             # The listing may predate the refund: no evidence either way.
+            raise NotListed() from None
+        except StatusDisagrees:
+            if due.fields["status"] in FINAL_REFUND_STATUSES:
+                raise
+            # Notified in progress, listed settled: not a disagreement but the refund's
+            # next fact, an item of its own from this listing, confirmed as it is written.
             raise NotListed() from None
 
     for at in range(0, len(keys), LISTED_CHUNK):

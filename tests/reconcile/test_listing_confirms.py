@@ -100,7 +100,7 @@ def test_only_pending_rows_are_settled_by_a_listing(engine: Engine) -> None:
 
 
 def test_a_listed_refund_is_confirmed_in_the_state_the_api_states(engine: Engine) -> None:
-    kept, refused, later = (e2e_id(n) for n in (6, 7, 8))
+    kept, refused, later, progressed = (e2e_id(n) for n in (6, 7, 8, 9))
 
     def refund(status: str) -> dict[str, Any]:
         return {
@@ -116,6 +116,7 @@ def test_a_listed_refund_is_confirmed_in_the_state_the_api_states(engine: Engine
         _listed(kept, "10.00", devolucoes=[refund("DEVOLVIDO")]),
         _listed(refused, "10.00", devolucoes=[refund("DEVOLVIDO") | {"rtrId": None}]),
         _listed(later, "10.00", devolucoes=[refund("EM_PROCESSAMENTO") | {"rtrId": None}]),
+        _listed(progressed, "10.00", devolucoes=[refund("EM_PROCESSAMENTO") | {"rtrId": None}]),
     )
     report = confirm_listed(
         engine,
@@ -125,6 +126,8 @@ def test_a_listed_refund_is_confirmed_in_the_state_the_api_states(engine: Engine
             _listed(refused, "10.00", devolucoes=[refund("NAO_REALIZADO") | {"rtrId": None}]),
             # The listing came before the refund: no evidence about it either way.
             _listed(later, "10.00"),
+            # Settled since it was notified: the listing's own item brings that fact.
+            _listed(progressed, "10.00", devolucoes=[refund("DEVOLVIDO") | {"rtrId": None}]),
         ],
     )
     assert (_refund(engine, kept).confirmation, _refund(engine, kept).confirmed_amount_cents) == (
@@ -133,27 +136,44 @@ def test_a_listed_refund_is_confirmed_in_the_state_the_api_states(engine: Engine
     )
     assert _refund(engine, refused).confirmation == "status_mismatch"
     assert _refund(engine, later).confirmation == "pending"
-    # Three Pix confirmed, one refund confirmed, one refund in another state.
-    assert (len(report.confirmed), len(report.mismatched)) == (4, 1)
+    assert (_refund(engine, progressed).confirmation, _refund(engine, progressed).status) == (
+        "pending",
+        "EM_PROCESSAMENTO",
+    )
+    # Four Pix confirmed, one refund confirmed, one refund in another final state.
+    assert (len(report.confirmed), len(report.mismatched)) == (5, 1)
 
 
 def test_polling_the_day_leaves_no_notified_pix_to_look_up(engine: Engine) -> None:
     """Through real HTTP: the webhooks' Pix, listed by the poll, need no call each."""
     provider = SandboxProvider(seed=11)
     booked = [provider.receive_pix(Decimal("12.34") + n) for n in range(30)]
+    # A refund notified in progress, settled at the provider before the poll.
+    refunding = booked[1]["endToEndId"]
+    refund = provider.refund_pix(refunding, Decimal("1.00"), status="EM_PROCESSAMENTO")
+    booked[1] = provider.get_pix(refunding) or {}
     forged = _listed(e2e_id(99), "50.00")
     notified = [copy.deepcopy(pix) for pix in booked]
     # One notification with an amount the provider does not stand behind.
     notified[0]["valor"] = "99.99"
     _notify(engine, *notified, forged)
+    provider.settle_refund(refunding, refund["id"])
 
     with sandbox_servers(provider) as urls:
         settings = urls.configure(Settings(_env_file=None, confirm_grace_seconds=900))
         api = qrcode_api(settings)
         assert api is not None
         now = datetime.now(UTC)
-        polled = poll_received_pix(api, engine, now - timedelta(days=1), now + timedelta(hours=1))
-        assert (polled.seen, polled.new_ids, polled.settled) == (30, [], 30)
+        polled = poll_received_pix(
+            api,
+            engine,
+            now - timedelta(days=1),
+            now + timedelta(hours=1),
+            # As a command without workers does: what is new is processed page by page.
+            on_new=lambda ids: process_items(engine, ids),
+        )
+        # The settled refund is a new fact (an item of its own), not a disagreement.
+        assert (polled.seen, len(polled.new_ids), polled.settled) == (30, 1, 30)
         # Only the forged one is left for a look-up of its own.
         with session_scope(engine) as session:
             session.execute(update(PixReceived).values(next_check_at=PixReceived.created_at))
@@ -163,3 +183,9 @@ def test_polling_the_day_leaves_no_notified_pix_to_look_up(engine: Engine) -> No
     assert _pix(engine, booked[0]["endToEndId"]).confirmation == "amount_mismatch"
     assert {_pix(engine, p["endToEndId"]).confirmation for p in booked[1:]} == {"confirmed"}
     assert _pix(engine, forged["endToEndId"]).confirmation == "pending"
+    settled = _refund(engine, refunding)
+    assert (settled.status, settled.confirmation, settled.amount_cents) == (
+        "DEVOLVIDO",
+        "confirmed",
+        100,
+    )
