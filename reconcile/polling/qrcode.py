@@ -62,7 +62,8 @@ def poll_received_pix(
 
     def confirm(listed: list[dict[str, Any]]) -> None:
         nonlocal settled
-        settled += confirm_listed(engine, listed).handled
+        found = confirm_listed(engine, listed)
+        settled += len(found.confirmed) + len(found.mismatched)
 
     result = walk_and_store(
         engine,
