@@ -28,6 +28,19 @@ _OWN_HANDLERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
 _state: dict[str, bool] = {}
 
 
+class _BusyTick(logging.Filter):
+    """APScheduler warns when a job's tick comes while its last run still goes on. Every
+    job runs one at a time by design (``max_instances=1``, the tick merged into the next),
+    so on a busy machine that warning is noise; at DEBUG it still shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        busy = "maximum number of running instances reached" in str(record.msg)
+        return not busy or logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
+_BUSY_TICK = _BusyTick()
+
+
 def _mask_personal_data(
     _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
@@ -108,6 +121,9 @@ def configure_logging(
     for name in _CHATTY:
         quiet = number if number <= logging.DEBUG else max(number, logging.WARNING)
         logging.getLogger(name).setLevel(quiet)
+    scheduler = logging.getLogger("apscheduler.scheduler")
+    if _BUSY_TICK not in scheduler.filters:
+        scheduler.addFilter(_BUSY_TICK)
     for name in _OWN_HANDLERS:
         # Left over from a library's own logging set-up: plain text beside our lines.
         library = logging.getLogger(name)

@@ -68,6 +68,12 @@ def test_libraries_share_our_format_at_sensible_levels() -> None:
     logging.getLogger("httpx").info('HTTP Request: GET https://provider/pix "HTTP/1.1 200 OK"')
     logging.getLogger("apscheduler.executors.default").info('Running job "poll_qrcode"')
     logging.getLogger("apscheduler.scheduler").warning("Run time of job was missed")
+    # A tick while the job still runs is merged into the next by design: not news.
+    logging.getLogger("apscheduler.scheduler").warning(
+        'Execution of job "%s" skipped: maximum number of running instances reached (%d)',
+        "poll_qrcode",
+        1,
+    )
     logging.getLogger("dramatiq.worker").info("Worker process is ready for action.")
     logging.getLogger("httpx").warning("CPF 123.456.789-09 in a URL")
     with warnings.catch_warnings():
@@ -155,6 +161,9 @@ def test_serve_logs_every_line_as_json(tmp_path: Path) -> None:
         headers = {"X-Webhook-Secret": SECRET}
         response = httpx.post(url + "/webhooks/qrcode/pix", json={"pix": [pix()]}, headers=headers)
         assert response.status_code == 200
+        # Accepted deliveries log at DEBUG only; a refused one is a line at INFO.
+        refused = httpx.post(url + "/webhooks/qrcode/pix", json={"pix": [pix()]})
+        assert refused.status_code == 401
         time.sleep(1.5)  # a few ticks of the scheduler
     finally:
         process.terminate()
@@ -162,6 +171,9 @@ def test_serve_logs_every_line_as_json(tmp_path: Path) -> None:
     lines = json_lines(stderr)
     assert stdout == ""
     assert {"uvicorn.error", "receiver.ingest", "pixrecon"} <= loggers(lines)
+    assert [line["event"] for line in lines if line["logger"] == "receiver.ingest"] == [
+        "webhook_refused"
+    ]
     assert any(line["event"] == "receiver_listening" for line in lines)
     assert not [line for line in lines if line["logger"].startswith("apscheduler")]
 
