@@ -37,6 +37,7 @@ if __package__ in (None, ""):
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine, func, select, update
+from sqlalchemy.engine import make_url
 from sqlmodel import col
 
 from benchmarks.common import DEFAULT_URL, engine_version, psycopg_url, scratch_database
@@ -124,6 +125,7 @@ def main() -> int:
     provider = SandboxProvider(seed=7)
     booked = [provider.receive_pix(Decimal("10.00") + n % 1000) for n in range(args.pix)]
     with scratch_database(psycopg_url(args.database_url), args.keep) as url:
+        database = make_url(url).database
         engine = create_db_engine(url)
         upgrade(engine)
         console.print(f"notifying {args.pix} Pix by webhook …")
@@ -170,7 +172,14 @@ def main() -> int:
     )
     if args.json is not None:
         args.json.write_text(
-            json.dumps({"pix": args.pix, "results": results, "version": engine_version()})
+            json.dumps(
+                {
+                    "pix": args.pix,
+                    "database": database,
+                    "results": results,
+                    "version": engine_version(),
+                }
+            )
         )
     return 0 if ok else 1
 

@@ -6,30 +6,18 @@ targets are benchmarks, not timed tests."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "e2e.py"
+from tests.benchmarks.support import database_left, run_benchmark
+
 TINY = ["--seconds", "2", "--rate", "100", "--connections", "4", "--open-connections", "4"]
 
 
 def run_script(arguments: list[str], out: Path) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), *TINY, *arguments, "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    result: dict[str, Any] = json.loads(out.read_text())
-    return result
+    return run_benchmark("e2e.py", [*TINY, *arguments], out, timeout=120)
 
 
 def check_load_phases(r: dict[str, Any]) -> None:
@@ -85,14 +73,7 @@ def test_e2e_benchmark_runs_briefly(
         assert all(p["peak_rss_mib"] > 0 for p in tree)
     assert result["targets"]["worker_peak_rss_mib"] > 0
 
-    admin = create_engine(postgres_admin_url)
-    with admin.connect() as conn:
-        left = conn.execute(
-            text("SELECT count(*) FROM pg_database WHERE datname = :name"),
-            {"name": result["database"]},
-        ).scalar_one()
-    admin.dispose()
-    assert left == 0, "the benchmark's database was not dropped"
+    assert not database_left(postgres_admin_url, result["database"]), "database not dropped"
 
 
 def test_e2e_benchmark_single_node_runs_briefly(tmp_path: Path) -> None:

@@ -5,15 +5,11 @@ benchmarks, not timed tests."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "ingest.py"
+from tests.benchmarks.support import database_left, run_benchmark
 
 
 @pytest.mark.postgres
@@ -22,10 +18,9 @@ def test_ingest_benchmark_runs_briefly(
     postgres_admin_url: str, redis_url: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "ingest.json"
-    done = subprocess.run(
+    result = run_benchmark(
+        "ingest.py",
         [
-            sys.executable,
-            str(SCRIPT),
             "--seconds",
             "0.5",
             "--connections",
@@ -38,16 +33,10 @@ def test_ingest_benchmark_runs_briefly(
             postgres_admin_url,
             "--broker-url",
             redis_url,
-            "--json",
-            str(out),
         ],
-        capture_output=True,
-        text=True,
+        out,
         timeout=120,
-        check=False,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(out.read_text())
     r = result["results"]
 
     assert r["noop"]["requests"] > 0
@@ -63,11 +52,4 @@ def test_ingest_benchmark_runs_briefly(
     assert r["receiver_peak_rss_mib"] > 0
     assert result["targets"]["ratio"] > 0
 
-    admin = create_engine(postgres_admin_url)
-    with admin.connect() as conn:
-        left = conn.execute(
-            text("SELECT count(*) FROM pg_database WHERE datname = :name"),
-            {"name": result["database"]},
-        ).scalar_one()
-    admin.dispose()
-    assert left == 0, "the benchmark's database was not dropped"
+    assert not database_left(postgres_admin_url, result["database"]), "database not dropped"

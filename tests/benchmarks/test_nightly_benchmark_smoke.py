@@ -4,15 +4,11 @@ memory are never asserted: docs/design.md §7's targets are benchmarks, not time
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "nightly.py"
+from tests.benchmarks.support import database_left, run_benchmark
 
 MOVEMENTS = {
     "matched",
@@ -40,26 +36,19 @@ INFRACTIONS = {"open_case", "debit_without_case", "debit_never_came", "amount_mi
 @pytest.mark.postgres
 def test_nightly_benchmark_runs_small_day(postgres_admin_url: str, tmp_path: Path) -> None:
     out = tmp_path / "nightly.json"
-    done = subprocess.run(
+    result = run_benchmark(
+        "nightly.py",
         [
-            sys.executable,
-            str(SCRIPT),
             "--events",
             "2000",
             "--repeat",
             "1",
             "--database-url",
             postgres_admin_url,
-            "--json",
-            str(out),
         ],
-        capture_output=True,
-        text=True,
+        out,
         timeout=100,
-        check=False,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(out.read_text())
 
     rows = result["generated"]["rows"]
     assert rows["pix_received"] == 2000
@@ -77,11 +66,4 @@ def test_nightly_benchmark_runs_small_day(postgres_admin_url: str, tmp_path: Pat
     assert 0 < run["reconcile_day_seconds"] <= run["process_wall_seconds"]
     assert result["target"]["shipped_engine"] is True
 
-    admin = create_engine(postgres_admin_url)
-    with admin.connect() as conn:
-        left = conn.execute(
-            text("SELECT count(*) FROM pg_database WHERE datname = :name"),
-            {"name": result["database"]},
-        ).scalar_one()
-    admin.dispose()
-    assert left == 0, "the benchmark's database was not dropped"
+    assert not database_left(postgres_admin_url, result["database"]), "database not dropped"

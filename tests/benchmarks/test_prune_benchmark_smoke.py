@@ -4,24 +4,19 @@ docs/design.md §7's targets are benchmarks, not timed tests."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "prune.py"
+from tests.benchmarks.support import database_left, run_benchmark
 
 
 @pytest.mark.postgres
 def test_prune_benchmark_runs_small(postgres_admin_url: str, tmp_path: Path) -> None:
     out = tmp_path / "prune.json"
-    done = subprocess.run(
+    result = run_benchmark(
+        "prune.py",
         [
-            sys.executable,
-            str(SCRIPT),
             "--items",
             "2000",
             "--batch",
@@ -32,16 +27,10 @@ def test_prune_benchmark_runs_small(postgres_admin_url: str, tmp_path: Path) -> 
             "0.5",
             "--database-url",
             postgres_admin_url,
-            "--json",
-            str(out),
         ],
-        capture_output=True,
-        text=True,
+        out,
         timeout=120,
-        check=False,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(out.read_text())
 
     assert result["loaded"]["inbox_item"] == 2000
     prune = result["prune"]
@@ -58,11 +47,4 @@ def test_prune_benchmark_runs_small(postgres_admin_url: str, tmp_path: Path) -> 
     assert result["ingest"]["errors"] == []
     assert result["shipped_schema"] is True
 
-    admin = create_engine(postgres_admin_url)
-    with admin.connect() as conn:
-        left = conn.execute(
-            text("SELECT count(*) FROM pg_database WHERE datname = :name"),
-            {"name": result["database"]},
-        ).scalar_one()
-    admin.dispose()
-    assert left == 0, "the benchmark's database was not dropped"
+    assert not database_left(postgres_admin_url, result["database"]), "database not dropped"

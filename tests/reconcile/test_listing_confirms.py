@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, select, update
 from sqlmodel import col
@@ -34,20 +34,23 @@ def _notify(engine: Engine, *bodies: dict[str, Any]) -> None:
     assert process_items(engine, new).processed == new
 
 
-def _pix(engine: Engine, e2e: str) -> PixReceived:
+Row = TypeVar("Row", PixReceived, PixRefund)
+
+
+def _row(engine: Engine, model: type[Row], e2e: str) -> Row:
     with session_scope(engine) as session:
-        found = session.execute(select(PixReceived).where(col(PixReceived.end_to_end_id) == e2e))
-        row: PixReceived = found.scalar_one()
+        found = session.execute(select(model).where(col(model.end_to_end_id) == e2e))
+        row: Row = found.scalar_one()
         session.expunge(row)
         return row
+
+
+def _pix(engine: Engine, e2e: str) -> PixReceived:
+    return _row(engine, PixReceived, e2e)
 
 
 def _refund(engine: Engine, e2e: str) -> PixRefund:
-    with session_scope(engine) as session:
-        found = session.execute(select(PixRefund).where(col(PixRefund.end_to_end_id) == e2e))
-        row: PixRefund = found.scalar_one()
-        session.expunge(row)
-        return row
+    return _row(engine, PixRefund, e2e)
 
 
 def _listed(e2e: str, valor: str, **more: Any) -> dict[str, Any]:
