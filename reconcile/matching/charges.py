@@ -22,13 +22,35 @@ def match_charges(session: Session, ctx: RunContext) -> None:
     # falls due, and any day a Pix paid it. Each is found through an index of its own, so
     # the run reads the day's charges, not every charge the table keeps.
     day_pix = select(P.c.txid).where(ctx.within(pix_time(P)), P.c.txid.is_not(None))
+    created = E.c.created_at_provider
     concerned = union(
-        select(E.c.id).where(ctx.within(E.c.created_at_provider)),
+        select(E.c.id).where(ctx.within(created)),
         select(E.c.id).where(E.c.due_date == ctx.day),
-        select(E.c.id).where(E.c.txid.in_(day_pix)),
+        # Only charges the first branch does not already hold: then the planner sees how
+        # few those are and looks each one's txid up, instead of hashing every txid the
+        # day's Pix carry (0.45 s of a 2.2 s matcher on the benchmark's day alone).
+        select(E.c.id).where(
+            or_(created < ctx.start, created >= ctx.end, created.is_(None)),
+            E.c.txid.in_(day_pix),
+        ),
     )
-    # Read once: the charges are joined three times below.
-    expected = select(E).where(E.c.id.in_(concerned)).cte("e")
+    # Read once, and only the columns the verdicts use: the charges are joined three
+    # times below, and a charge's terms and payer details would be carried through each.
+    expected = (
+        select(
+            E.c.kind,
+            E.c.ref,
+            E.c.txid,
+            E.c.status,
+            E.c.expires_at,
+            E.c.payable_until,
+            E.c.amount_cents,
+            E.c.amount_due_cents,
+            E.c.inbox_item_id,
+        )
+        .where(E.c.id.in_(concerned))
+        .cte("e")
+    )
     txids = (
         select(expected.c.txid)
         .where(expected.c.txid.is_not(None))
