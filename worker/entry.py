@@ -9,6 +9,7 @@ from __future__ import annotations
 import dramatiq
 
 from reconcile.db import create_db_engine
+from reconcile.heap import freeze_startup_objects
 from reconcile.logs import configure_logging
 from reconcile.settings import get_settings
 from worker.metrics import WorkerMetrics, worker_metrics_enabled
@@ -21,3 +22,5 @@ broker = runtime.broker
 if worker_metrics_enabled():
     broker.add_middleware(WorkerMetrics())
 dramatiq.set_broker(broker)
+# Imported once per worker process, before it takes any message.
+freeze_startup_objects()

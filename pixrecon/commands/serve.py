@@ -21,6 +21,7 @@ from pixrecon.commands.common import (
     log,
     say,
 )
+from reconcile.heap import freeze_startup_objects
 from reconcile.settings import Settings, get_settings
 
 
@@ -83,6 +84,7 @@ def serve(
                 **tls_options(settings),
             )
             server = uvicorn.Server(config)
+            freeze_startup_objects()
             # uvicorn says where it listens only for sockets it opened itself.
             scheme = "https" if config.is_ssl else "http"
             log.info("receiver_listening", url=f"{scheme}://{host}:{port}")
