@@ -48,7 +48,6 @@ target is missed. The exactly-once check failing always exits 1.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import itertools
 import json
 import os
@@ -85,7 +84,7 @@ from benchmarks.ingest import (
     receiver_process,
     server,
 )
-from benchmarks.loadgen import LoadResult, MakeRequest, closed, open_loop
+from benchmarks.loadgen import LoadResult, MakeRequest, closed, open_loop, run_load
 from reconcile.db import create_db_engine
 from reconcile.models import InboxItem, ItemStatus
 from reconcile.settings import Settings
@@ -276,7 +275,7 @@ class Bench:
         """A second of closed loop, then wait for the workers: connections open, code
         paths and caches warm, and the workers proven up before anything is measured."""
         warm = self.count(
-            asyncio.run(
+            run_load(
                 closed(
                     "127.0.0.1",
                     self.ports,
@@ -300,7 +299,7 @@ class Bench:
                 stack.enter_context(profiled(args.profile, name, pid, args.seconds))
             began = time.time() + 0.05  # open_loop's first request falls due 50 ms in
             paced = self.count(
-                asyncio.run(
+                run_load(
                     open_loop(
                         "127.0.0.1",
                         self.ports,
@@ -365,7 +364,7 @@ class Bench:
         before = self.inbox.last_id()
         began = time.time()
         result = self.count(
-            asyncio.run(
+            run_load(
                 closed(
                     "127.0.0.1",
                     self.ports,
@@ -399,7 +398,7 @@ class Bench:
         args = self.args
         began = time.time()
         result = self.count(
-            asyncio.run(
+            run_load(
                 open_loop(
                     "127.0.0.1",
                     self.ports,

@@ -25,7 +25,6 @@ database (unless ``--keep``); ``--strict`` exits 1 when a target is missed.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import itertools
 import json
 import os
@@ -50,7 +49,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from benchmarks.common import DEFAULT_URL, engine_version, psycopg_url, scratch_database
-from benchmarks.loadgen import LoadResult, MakeRequest, closed, http_request, open_loop
+from benchmarks.loadgen import LoadResult, MakeRequest, closed, http_request, open_loop, run_load
 
 ROOT = Path(__file__).resolve().parent.parent
 PATH = "/webhooks/qrcode/pix"
@@ -130,8 +129,8 @@ def _run_closed(
     """(warm-up, measured): a short warm-up first, so connections are open and code paths
     and caches warm when the measure starts."""
     options = {"connections": args.connections, "counter": counter}
-    warm = asyncio.run(closed("127.0.0.1", port, make, seconds=1.0, **options))
-    return warm, asyncio.run(closed("127.0.0.1", port, make, seconds=args.seconds, **options))
+    warm = run_load(closed("127.0.0.1", port, make, seconds=1.0, **options))
+    return warm, run_load(closed("127.0.0.1", port, make, seconds=args.seconds, **options))
 
 
 def migrate(database_url: str) -> None:
@@ -191,7 +190,7 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
         warm, receiver = _run_closed(receiver_port, make, args, counter)
         results["receiver"] = receiver.summary()
         print(f"receiver: open loop at {args.rate:.0f} req/s for {args.seconds:.0f} s …")
-        paced = asyncio.run(
+        paced = run_load(
             open_loop(
                 "127.0.0.1",
                 receiver_port,

@@ -25,7 +25,6 @@ Prints a summary and writes the result as JSON; ``--strict`` exits 1 when a chec
 from __future__ import annotations
 
 import argparse
-import asyncio
 import itertools
 import json
 import os
@@ -57,7 +56,7 @@ from benchmarks.ingest import (
     receiver_process,
     server,
 )
-from benchmarks.loadgen import LoadResult, closed
+from benchmarks.loadgen import LoadResult, closed, run_load
 
 CAPACITY_CONNECTIONS = 32
 WRK_TIMEOUT_SECONDS = 10
@@ -149,7 +148,7 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
     with server(command, port, env) as pid:
 
         def loop(seconds: float) -> LoadResult:
-            return asyncio.run(
+            return run_load(
                 closed(
                     "127.0.0.1",
                     port,

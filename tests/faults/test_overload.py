@@ -5,7 +5,6 @@ no 503 is. (The figures at three times the capacity for 30 s: ``benchmarks/overl
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchmarks.loadgen import closed, http_request
+from benchmarks.loadgen import closed, http_request, run_load
 from tests.conftest import SECRET
 from tests.factories import pix
 from tests.faults.support import PIX_PATH, Receiver, accounts, pixrecon_env
@@ -48,7 +47,7 @@ def test_an_overloaded_receiver_answers_2xx_or_503_stays_small_and_recovers(
         )
 
     try:
-        load = asyncio.run(
+        load = run_load(
             closed(
                 "127.0.0.1",
                 receiver.port,
