@@ -28,7 +28,9 @@ def webhook_path(path: str) -> str:
     normal = path
     if "//" in normal or (normal.endswith("/") and normal != "/"):
         normal = _SLASHES.sub("/", normal).rstrip("/")
-    normal = _DOUBLED.sub(r"\1", normal)
+    doubled = _DOUBLED.match(normal)
+    if doubled:
+        normal = doubled[1]
     if normal.startswith("/webhooks/") or normal == "/webhooks":
         return normal
     return path
