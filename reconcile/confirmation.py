@@ -18,6 +18,8 @@ from reconcile.logs import get_logger
 from reconcile.metrics import CONFIRMATIONS
 from reconcile.models import AccountMovement, Confirmation, PixReceived, PixRefund
 from reconcile.money import InvalidAmount, parse_amount, to_cents
+from reconcile.payloads.pix import PixItem, pix_items
+from reconcile.polling.store import OnNew, store_polled
 from reconcile.provider.errors import (
     AuthenticationFailed,
     Forbidden,
@@ -434,13 +436,28 @@ def confirm_pending_refunds(
     grace: timedelta,
     limit: int = 100,
     listed_until: datetime | None = None,
+    on_new: OnNew = None,
 ) -> ConfirmReport:
     """A refund counts once ``GET /pix/{e2eid}`` of the refunded Pix lists it, in the same
-    state and for the same amount."""
+    state and for the same amount. One notified in progress that the API shows settled (or
+    not done) has moved on since: the API's answer is stored as a polled sighting, an item
+    whose processing brings the refund's new state, confirmed, as a listing would; its new
+    ids go to ``on_new``."""
+
+    def lookup(due: Due) -> int:
+        pix = api.get_pix(due.fields["end_to_end_id"])
+        try:
+            return _refund_cents(pix, due)
+        except StatusDisagrees:
+            if due.fields["status"] in FINAL_REFUND_STATUSES:
+                raise
+            store_polled(engine, pix_items(PixItem.model_validate(pix), pix), on_new)
+            raise NotListed() from None
+
     return confirm_pending(
         engine,
         PixRefund,
-        lambda due: _refund_cents(api.get_pix(due.fields["end_to_end_id"]), due),
+        lookup,
         grace=grace,
         extra_columns=REFUND_FIELDS,
         limit=limit,
@@ -552,10 +569,12 @@ def confirm_all(
     settings: Settings,
     *,
     listed_until: datetime | None = None,
+    on_new: OnNew = None,
 ) -> ConfirmReport:
     """Every movement whose look-up is due, by the configured policy: the worker's
     ``confirm`` job and the nightly run both come here. ``listed_until``: Pix and refunds
-    written after it wait for the next listing of ``GET /pix`` instead."""
+    written after it wait for the next listing of ``GET /pix`` instead. ``on_new`` gets
+    the ids of items a look-up stored (``confirm_pending_refunds``)."""
     report = ConfirmReport()
     if settings.confirm_policy == "none":
         waive_confirmation(engine)
@@ -574,7 +593,7 @@ def confirm_all(
         _drain(
             "refund",
             lambda: confirm_pending_refunds(
-                engine, pix, grace=grace, limit=batch, listed_until=listed_until
+                engine, pix, grace=grace, limit=batch, listed_until=listed_until, on_new=on_new
             ),
             batch,
             report,

@@ -158,7 +158,14 @@ class PeriodicJobs:
                 # next one, a call per page rather than per Pix; anything that listing
                 # leaves pending is looked up on the following run.
                 listed = pix_listed_until(self._engine, utcnow(), self._settings)
-                confirm_all(self._engine, p.qrcode, p.accounts, self._settings, listed_until=listed)
+                confirm_all(
+                    self._engine,
+                    p.qrcode,
+                    p.accounts,
+                    self._settings,
+                    listed_until=listed,
+                    on_new=self._dispatcher.from_polls,
+                )
                 return True
 
         return self._survive("confirm", run)

@@ -239,7 +239,9 @@ def fetch_day(
     )
     if on_step is not None:
         on_step("confirming by API")
-    fetched.confirmed = confirm_all(engine, providers.qrcode, providers.accounts, settings)
+    fetched.confirmed = confirm_all(
+        engine, providers.qrcode, providers.accounts, settings, on_new=on_new
+    )
     return fetched
 
 

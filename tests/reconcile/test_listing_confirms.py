@@ -192,3 +192,35 @@ def test_polling_the_day_leaves_no_notified_pix_to_look_up(engine: Engine) -> No
         "confirmed",
         100,
     )
+
+
+def test_a_refund_looked_up_after_it_settled_takes_the_apis_state(engine: Engine) -> None:
+    """``GET /pix/{e2eid}`` of a refund notified in progress and settled since: the refund
+    moved on, it does not disagree. The API's answer is stored and processed (``on_new``),
+    and the refund is settled and confirmed as the API states it."""
+    provider = SandboxProvider(seed=12)
+    pix = provider.receive_pix(Decimal("20.00"))
+    e2e = pix["endToEndId"]
+    refund = provider.refund_pix(e2e, Decimal("5.00"), status="EM_PROCESSAMENTO")
+    _notify(engine, provider.get_pix(e2e) or {})
+    provider.settle_refund(e2e, refund["id"])
+    stored: list[int] = []
+
+    def on_new(ids: list[int]) -> None:
+        stored.extend(ids)
+        process_items(engine, ids)
+
+    with sandbox_servers(provider) as urls:
+        settings = urls.configure(Settings(_env_file=None, confirm_grace_seconds=900))
+        api = qrcode_api(settings)
+        assert api is not None
+        report = confirm_all(engine, api, None, settings, on_new=on_new)
+
+    assert (report.mismatched, len(stored)) == ([], 1)
+    settled = _refund(engine, e2e)
+    assert (settled.status, settled.confirmation, settled.confirmed_amount_cents) == (
+        "DEVOLVIDO",
+        "confirmed",
+        500,
+    )
+    assert _pix(engine, e2e).confirmation == "confirmed"
