@@ -429,6 +429,12 @@ REFUND_FIELDS = ("end_to_end_id", "refund_id", "rtr_id", "status")
 FINAL_REFUND_STATUSES = ("DEVOLVIDO", "NAO_REALIZADO")
 
 
+def _moved_on(due: Due) -> bool:
+    """A refund the API states in a final state other than its own has moved on when it
+    was notified in progress: the API's state is its next fact, not a disagreement."""
+    return due.fields["status"] not in FINAL_REFUND_STATUSES
+
+
 def confirm_pending_refunds(
     engine: Engine,
     api: PixLookup,
@@ -449,7 +455,7 @@ def confirm_pending_refunds(
         try:
             return _refund_cents(pix, due)
         except StatusDisagrees:
-            if due.fields["status"] in FINAL_REFUND_STATUSES:
+            if not _moved_on(due):
                 raise
             store_polled(engine, pix_items(PixItem.model_validate(pix), pix), on_new)
             raise NotListed() from None
@@ -495,10 +501,10 @@ def confirm_listed(
             # The listing may predate the refund: no evidence either way.
             raise NotListed() from None
         except StatusDisagrees:
-            if due.fields["status"] in FINAL_REFUND_STATUSES:
+            if not _moved_on(due):
                 raise
-            # Notified in progress, listed settled: not a disagreement but the refund's
-            # next fact, an item of its own from this listing, confirmed as it is written.
+            # The listing's own item for the refund brings that fact, confirmed as it is
+            # written.
             raise NotListed() from None
 
     for at in range(0, len(keys), LISTED_CHUNK):
