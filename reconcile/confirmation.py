@@ -18,7 +18,7 @@ from reconcile.logs import get_logger
 from reconcile.metrics import CONFIRMATIONS
 from reconcile.models import AccountMovement, Confirmation, PixReceived, PixRefund
 from reconcile.money import InvalidAmount, parse_amount, to_cents
-from reconcile.payloads.pix import PixItem, pix_items
+from reconcile.payloads.pix import api_pix_items
 from reconcile.polling.store import OnNew, store_polled
 from reconcile.provider.errors import (
     AuthenticationFailed,
@@ -457,7 +457,7 @@ def confirm_pending_refunds(
         except StatusDisagrees:
             if not _moved_on(due):
                 raise
-            store_polled(engine, pix_items(PixItem.model_validate(pix), pix), on_new)
+            store_polled(engine, api_pix_items(pix), on_new)
             raise NotListed() from None
 
     return confirm_pending(

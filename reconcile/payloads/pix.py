@@ -220,6 +220,12 @@ def pix_items(pix: PixItem, raw: dict[str, Any], at: str = "") -> list[NewItem]:
     return items
 
 
+def api_pix_items(raw: dict[str, Any]) -> list[NewItem]:
+    """The items of one Pix as the provider's API states it (a page of ``GET /pix``, or
+    ``GET /pix/{e2eid}``)."""
+    return pix_items(PixItem.model_validate(raw), raw)
+
+
 PIX_FIELDS = frozenset(PixItem.model_fields)
 """A flat object with none of these is no Pix (docs/design.md §4)."""
 

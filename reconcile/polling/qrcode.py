@@ -20,7 +20,7 @@ from reconcile.inbox import NewItem
 from reconcile.models import Recurrence
 from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
 from reconcile.payloads.charges import charge_item
-from reconcile.payloads.pix import PixItem, pix_items
+from reconcile.payloads.pix import api_pix_items
 from reconcile.polling.store import OnNew, PollResult, walk_and_store
 from reconcile.provider.errors import NotFound
 
@@ -39,10 +39,6 @@ class QrCodeSource(Protocol):
 
 class RecurrenceSource(Protocol):
     def get_rec(self, id_rec: str) -> dict[str, Any]: ...
-
-
-def _received(raw: dict[str, Any]) -> list[NewItem]:
-    return pix_items(PixItem.model_validate(raw), raw)
 
 
 def poll_received_pix(
@@ -68,7 +64,7 @@ def poll_received_pix(
     result = walk_and_store(
         engine,
         found,
-        _received,
+        api_pix_items,
         on_new,
         what="pix",
         page=page_size,
