@@ -2,10 +2,10 @@
 next one, and share it.
 
 One writer thread takes whatever has queued up (at most ``max_batch``), stores it with
-``store_deliveries`` in one transaction, and only then answers each waiting request: an
-acknowledgement still means "durably in the inbox". Under light load a batch is a single
-delivery and nothing waits for company; under heavy load the cost of a commit and of each
-statement is shared by many deliveries.
+``commit_deliveries`` in one transaction (on PostgreSQL, one statement), and only then
+answers each waiting request: an acknowledgement still means "durably in the inbox". Under
+light load a batch is a single delivery and nothing waits for company; under heavy load the
+cost of a commit and of each statement is shared by many deliveries.
 
 A batch that fails for a reason other than the database being unavailable is retried one
 delivery per transaction, so that one delivery the database refuses cannot take the others
@@ -30,8 +30,8 @@ from typing import Final
 
 from sqlalchemy import Engine
 
-from reconcile.db import UNAVAILABLE_ERRORS, session_scope, write_first
-from reconcile.inbox import Delivery, StoreResult, store_deliveries
+from reconcile.db import UNAVAILABLE_ERRORS, write_first
+from reconcile.inbox import Delivery, StoreResult, commit_deliveries
 from reconcile.logs import get_logger
 
 log = get_logger(__name__)
@@ -186,8 +186,7 @@ class GroupCommitter:
 
     def _write(self, batch: Sequence[_Waiting]) -> None:
         try:
-            with session_scope(self._engine) as session:
-                results = store_deliveries(session, [w.delivery for w in batch])
+            results = commit_deliveries(self._engine, [w.delivery for w in batch])
         except UNAVAILABLE_ERRORS as exc:
             self._answer([(w, exc) for w in batch])
             return

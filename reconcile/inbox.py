@@ -12,10 +12,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import TextClause, func, insert, select, text, update
+from sqlalchemy import Connection, Engine, TextClause, func, insert, select, text, update
 from sqlmodel import Session, col
 
-from reconcile.db import dialect_of, insert_for, table_of
+from reconcile.db import dialect_of, insert_for, session_scope, table_of
 from reconcile.models import (
     DeliveryItem,
     InboxItem,
@@ -103,35 +103,106 @@ def store_items(
 def store_deliveries(
     session: Session, deliveries: Sequence[Delivery], *, now: datetime | None = None
 ) -> list[StoreResult]:
-    """Several webhook deliveries in the caller's one transaction (group commit): one
-    statement inserts the deliveries, one upserts all their items. Each delivery gets the
-    result it would have had alone, in the order given: an item two of them carry is new
-    for the first and a duplicate for the second."""
+    """Several webhook deliveries in the caller's one transaction (group commit): on
+    PostgreSQL one statement stores the deliveries, their items and the items' references
+    (``_PG_GROUP``); elsewhere one statement inserts the deliveries, one upserts all their
+    items. Each delivery gets the result it would have had alone, in the order given: an
+    item two of them carry is new for the first and a duplicate for the second."""
     if not deliveries:
         return []
     now = now or utcnow()
+    if dialect_of(session) == "postgresql":
+        return _store_group_pg(session.connection(), deliveries, now)
     ids = _insert_deliveries(session, deliveries, now)
     groups = [(delivery_id, d.items) for delivery_id, d in zip(ids, deliveries, strict=True)]
     return _store_groups(session, groups, Source.WEBHOOK, now)
 
 
+def commit_deliveries(
+    engine: Engine, deliveries: Sequence[Delivery], *, now: datetime | None = None
+) -> list[StoreResult]:
+    """``store_deliveries`` in a transaction of its own, committed on return. On
+    PostgreSQL that is its one statement run alone (autocommit), one round trip to the
+    server: the receiver's writer thread, waiting on each round trip, must win the GIL
+    back from the event loop after each one, which under load costs up to the
+    interpreter's switch interval (5 ms) every time — with BEGIN, three statements and
+    COMMIT, most of a busy commit's time."""
+    if not deliveries:
+        return []
+    if engine.dialect.name != "postgresql":
+        with session_scope(engine) as session:
+            return store_deliveries(session, deliveries, now=now)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        return _store_group_pg(connection, deliveries, now or utcnow())
+
+
+def _store_group_pg(
+    connection: Connection, deliveries: Sequence[Delivery], now: datetime
+) -> list[StoreResult]:
+    """The deliveries of a group commit and their items, in ``_PG_GROUP``."""
+    sightings: Counter[str] = Counter()
+    first: dict[str, tuple[int, NewItem]] = {}
+    for index, delivery in enumerate(deliveries):
+        for item in delivery.items:
+            sightings[item.key] += 1
+            first.setdefault(item.key, (index, item))
+    delivery_rows = [
+        {
+            "route": d.route,
+            "remote_addr": d.remote_addr,
+            "headers": json.dumps(dict(d.headers), ensure_ascii=False),
+            "body": d.body.hex(),
+            "item_count": len(d.items),
+        }
+        for d in deliveries
+    ]
+    # A stable key order keeps concurrent batches from deadlocking.
+    item_rows = [
+        {
+            "kind": item.kind,
+            "key": key,
+            "payload": item.payload,
+            "status": item.status,
+            "d": index + 1,
+            "seen": sightings[key],
+            "warnings": warnings_json(item.warnings),
+        }
+        for key, (index, item) in sorted(first.items())
+    ]
+    ref_rows = sorted({(ref, key) for key, (_, item) in first.items() for ref in item.ref_values()})
+    # Each delivery that carries a key, once: the one that created its item is that
+    # item's ``delivery_id``, every other gets a link (the statement tells which).
+    carried = sorted(
+        {(key, index + 1) for index, d in enumerate(deliveries) for key in (i.key for i in d.items)}
+    )
+    found = connection.execute(
+        _PG_GROUP,
+        {
+            "deliveries": _json_rows(delivery_rows),
+            "items": _json_rows(item_rows),
+            "refs": _json_rows([{"ref": ref, "key": key} for ref, key in ref_rows]),
+            "carried": _json_rows([{"key": key, "d": d} for key, d in carried]),
+            "now": now,
+        },
+    ).all()
+    stored = {key: (item_id, seen) for item_id, key, seen in found}
+    results = [StoreResult() for _ in deliveries]
+    for index, delivery in enumerate(deliveries):
+        result = results[index]
+        for key, count in sorted(Counter(item.key for item in delivery.items).items()):
+            item_id, seen = stored[key]
+            result.item_ids.append(item_id)
+            if seen == sightings[key] and first[key][0] == index:
+                result.new_ids.append(item_id)
+                result.duplicates += count - 1
+            else:
+                result.duplicates += count
+    return results
+
+
 def _insert_deliveries(
     session: Session, deliveries: Sequence[Delivery], now: datetime
 ) -> list[int]:
-    if dialect_of(session) == "postgresql":
-        rows: list[dict[str, Any]] = [
-            {
-                "route": d.route,
-                "remote_addr": d.remote_addr,
-                "headers": json.dumps(dict(d.headers), ensure_ascii=False),
-                "body": d.body.hex(),
-                "item_count": len(d.items),
-            }
-            for d in deliveries
-        ]
-        # The sequence numbers the rows in the order given (ORDER BY n).
-        found = session.execute(_PG_DELIVERIES, {"rows": _json_rows(rows), "now": now})
-        return sorted(found.scalars())
     table = table_of(WebhookDelivery)
     stmt = insert(table).returning(table.c.id, sort_by_parameter_order=True)
     rows = [
@@ -155,16 +226,67 @@ def _insert_deliveries(
 # (about 58 µs of CPU per inbox row over its 14 columns, against 15 µs for the row in
 # JSON, which the C encoder writes). What is the same for every row of a call (the time,
 # the source) is one parameter.
-_PG_DELIVERIES = text(
+#
+# A webhook group commit is one statement: the deliveries, their items (an item already in the
+# inbox counts one more sighting), the references of the items it created, and a link
+# for every other delivery that carried an item. The deliveries' sequence numbers follow
+# their order (ORDER BY n), so the k-th smallest id is the k-th delivery. An item was
+# created here exactly when all its sightings are this statement's.
+_PG_GROUP = text(
     """
-    INSERT INTO webhook_delivery (route, remote_addr, headers, body, item_count, received_at)
-    SELECT route, remote_addr, headers, decode(body, 'hex'), item_count,
-        CAST(:now AS timestamptz)
-    FROM ROWS FROM (json_to_recordset(CAST(:rows AS json)) AS (
-        route text, remote_addr text, headers text, body text, item_count integer
-    )) WITH ORDINALITY AS t(route, remote_addr, headers, body, item_count, n)
-    ORDER BY n
-    RETURNING id
+    WITH d AS (
+        INSERT INTO webhook_delivery (
+            route, remote_addr, headers, body, item_count, received_at
+        )
+        SELECT route, remote_addr, headers, decode(body, 'hex'), item_count,
+            CAST(:now AS timestamptz)
+        FROM ROWS FROM (json_to_recordset(CAST(:deliveries AS json)) AS (
+            route text, remote_addr text, headers text, body text, item_count integer
+        )) WITH ORDINALITY AS t(route, remote_addr, headers, body, item_count, n)
+        ORDER BY n
+        RETURNING id
+    ), dn AS (
+        SELECT id, row_number() OVER (ORDER BY id) AS n FROM d
+    ), r AS (
+        SELECT * FROM json_to_recordset(CAST(:items AS json)) AS t(
+            kind text, key text, payload text, status text, d bigint, seen integer,
+            warnings text
+        )
+    ), i AS (
+        INSERT INTO inbox_item (
+            source, kind, key, payload, status, delivery_id, received_at, last_seen_at,
+            webhook_at, poll_at, webhook_count, poll_count, attempts, warnings
+        )
+        SELECT 'webhook', r.kind, r.key, r.payload, r.status, dn.id,
+            CAST(:now AS timestamptz), CAST(:now AS timestamptz),
+            CAST(:now AS timestamptz), NULL, r.seen, 0, 0, r.warnings
+        FROM r JOIN dn ON dn.n = r.d
+        ORDER BY r.key
+        ON CONFLICT (key) DO UPDATE SET
+            last_seen_at = EXCLUDED.last_seen_at,
+            webhook_count = inbox_item.webhook_count + EXCLUDED.webhook_count,
+            webhook_at = coalesce(inbox_item.webhook_at, EXCLUDED.webhook_at)
+        RETURNING id, key, webhook_count + poll_count AS seen
+    ), created AS (
+        SELECT i.id, i.key, r.d FROM i JOIN r ON r.key = i.key WHERE i.seen = r.seen
+    ), refs AS (
+        INSERT INTO inbox_ref (ref, item_id)
+        SELECT f.ref, created.id
+        FROM json_to_recordset(CAST(:refs AS json)) AS f(ref text, key text)
+        JOIN created ON created.key = f.key
+        ORDER BY f.ref, created.id
+    ), links AS (
+        INSERT INTO delivery_item (item_id, delivery_id)
+        SELECT i.id, dn.id
+        FROM json_to_recordset(CAST(:carried AS json)) AS c(key text, d bigint)
+        JOIN i ON i.key = c.key
+        JOIN dn ON dn.n = c.d
+        WHERE NOT EXISTS (
+            SELECT 1 FROM created WHERE created.key = c.key AND created.d = c.d
+        )
+        ORDER BY i.id, dn.id
+    )
+    SELECT id, key, seen FROM i
     """
 )
 _PG_UPSERT = text(

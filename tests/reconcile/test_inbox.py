@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import Engine, func, select
 from sqlmodel import col
 
@@ -10,18 +12,20 @@ from reconcile.db import session_scope
 from reconcile.inbox import (
     Delivery,
     NewItem,
+    StoreResult,
     claim_for_redispatch,
+    commit_deliveries,
     store_deliveries,
     store_items,
 )
-from reconcile.models import InboxItem, InboxRef, Source, WebhookDelivery
+from reconcile.models import DeliveryItem, InboxItem, InboxRef, Source, WebhookDelivery
 from reconcile.payloads.tolerant import ItemWarning
 from reconcile.timeutil import utcnow
 from tests.factories import e2e_id
 
 
 def _item(key: str) -> NewItem:
-    return NewItem(kind="pix", key=key, payload=json.dumps({"key": key}))
+    return NewItem(kind="pix", key=key, payload=json.dumps({"key": key}), refs=(f"ref-{key}",))
 
 
 def test_new_items_are_inserted_once_and_repeats_counted(engine: Engine) -> None:
@@ -108,19 +112,23 @@ def _delivery(*keys: str) -> Delivery:
     )
 
 
-def test_deliveries_stored_together_get_the_results_they_would_get_alone(
-    engine: Engine,
-) -> None:
+def _in_session(engine: Engine, deliveries: list[Delivery]) -> list[StoreResult]:
     with session_scope(engine) as session:
-        (known,) = store_deliveries(session, [_delivery("pix:known")])
+        return store_deliveries(session, deliveries)
+
+
+@pytest.mark.parametrize("store", [_in_session, commit_deliveries], ids=["session", "commit"])
+def test_deliveries_stored_together_get_the_results_they_would_get_alone(
+    engine: Engine, store: Callable[[Engine, list[Delivery]], list[StoreResult]]
+) -> None:
+    (known,) = store(engine, [_delivery("pix:known")])
     batch = [
         _delivery("pix:b", "pix:a"),
         _delivery("pix:a", "pix:known"),  # one repeat from this batch, one from before
         _delivery("pix:c", "pix:c"),
         _delivery(),
     ]
-    with session_scope(engine) as session:
-        first, second, third, empty = store_deliveries(session, batch)
+    first, second, third, empty = store(engine, batch)
 
     with session_scope(engine) as session:
         rows = {i.key: i for i in session.execute(select(InboxItem)).scalars()}
@@ -144,6 +152,15 @@ def test_deliveries_stored_together_get_the_results_they_would_get_alone(
     assert rows["pix:a"].webhook_count == 2
     assert rows["pix:c"].webhook_count == 2
     assert rows["pix:known"].webhook_count == 2
+    # Every other delivery that carried an item is linked to it (a repeat within the
+    # delivery that created it is not another delivery); references are an item's own,
+    # written once, when it is created.
+    with session_scope(engine) as session:
+        links = set(session.execute(select(DeliveryItem.item_id, DeliveryItem.delivery_id)))
+        refs = set(session.execute(select(InboxRef.ref, InboxRef.item_id)))
+    second_id = deliveries[2][0].id
+    assert links == {(rows["pix:a"].id, second_id), (rows["pix:known"].id, second_id)}
+    assert refs == {(f"ref-{key}", row.id) for key, row in rows.items()}
 
 
 def test_every_byte_and_character_is_stored_as_it_came(engine: Engine) -> None:
