@@ -156,8 +156,10 @@ def test_deliveries_stored_together_get_the_results_they_would_get_alone(
     # delivery that created it is not another delivery); references are an item's own,
     # written once, when it is created.
     with session_scope(engine) as session:
-        links = set(session.execute(select(DeliveryItem.item_id, DeliveryItem.delivery_id)))
-        refs = set(session.execute(select(InboxRef.ref, InboxRef.item_id)))
+        links = set(
+            session.execute(select(col(DeliveryItem.item_id), col(DeliveryItem.delivery_id)))
+        )
+        refs = set(session.execute(select(col(InboxRef.ref), col(InboxRef.item_id))))
     second_id = deliveries[2][0].id
     assert links == {(rows["pix:a"].id, second_id), (rows["pix:known"].id, second_id)}
     assert refs == {(f"ref-{key}", row.id) for key, row in rows.items()}
