@@ -87,6 +87,44 @@ class Delivery:
     items: Sequence[NewItem]
 
 
+@dataclass
+class _Sightings:
+    """What a call stores, counted before it is written: how often each key comes, and
+    which group (delivery) carries it first."""
+
+    count: Counter[str]
+    first: dict[str, tuple[int, NewItem]]
+
+    @classmethod
+    def of(cls, item_lists: Sequence[Sequence[NewItem]]) -> _Sightings:
+        count: Counter[str] = Counter()
+        first: dict[str, tuple[int, NewItem]] = {}
+        for index, items in enumerate(item_lists):
+            for item in items:
+                count[item.key] += 1
+                first.setdefault(item.key, (index, item))
+        return cls(count, first)
+
+    def results(
+        self, item_lists: Sequence[Sequence[NewItem]], stored: Mapping[str, tuple[int, int]]
+    ) -> list[StoreResult]:
+        """Each group's result as if alone, from ``stored`` (key → id, sightings after the
+        write). An item was created by this call exactly when all its sightings are this
+        call's; it is then new for the first group that carried it."""
+        results = [StoreResult() for _ in item_lists]
+        for index, items in enumerate(item_lists):
+            result = results[index]
+            for key, count in sorted(Counter(item.key for item in items).items()):
+                item_id, seen = stored[key]
+                result.item_ids.append(item_id)
+                if seen == self.count[key] and self.first[key][0] == index:
+                    result.new_ids.append(item_id)
+                    result.duplicates += count - 1
+                else:
+                    result.duplicates += count
+        return results
+
+
 def store_items(
     session: Session,
     items: Sequence[NewItem],
@@ -140,12 +178,8 @@ def _store_group_pg(
     connection: Connection, deliveries: Sequence[Delivery], now: datetime
 ) -> list[StoreResult]:
     """The deliveries of a group commit and their items, in ``_PG_GROUP``."""
-    sightings: Counter[str] = Counter()
-    first: dict[str, tuple[int, NewItem]] = {}
-    for index, delivery in enumerate(deliveries):
-        for item in delivery.items:
-            sightings[item.key] += 1
-            first.setdefault(item.key, (index, item))
+    item_lists = [d.items for d in deliveries]
+    seen = _Sightings.of(item_lists)
     delivery_rows = [
         {
             "route": d.route,
@@ -164,12 +198,14 @@ def _store_group_pg(
             "payload": item.payload,
             "status": item.status,
             "d": index + 1,
-            "seen": sightings[key],
+            "seen": seen.count[key],
             "warnings": warnings_json(item.warnings),
         }
-        for key, (index, item) in sorted(first.items())
+        for key, (index, item) in sorted(seen.first.items())
     ]
-    ref_rows = sorted({(ref, key) for key, (_, item) in first.items() for ref in item.ref_values()})
+    ref_rows = sorted(
+        {(ref, key) for key, (_, item) in seen.first.items() for ref in item.ref_values()}
+    )
     # Each delivery that carries a key, once: the one that created its item is that
     # item's ``delivery_id``, every other gets a link (the statement tells which).
     carried = sorted(
@@ -185,19 +221,7 @@ def _store_group_pg(
             "now": now,
         },
     ).all()
-    stored = {key: (item_id, seen) for item_id, key, seen in found}
-    results = [StoreResult() for _ in deliveries]
-    for index, delivery in enumerate(deliveries):
-        result = results[index]
-        for key, count in sorted(Counter(item.key for item in delivery.items).items()):
-            item_id, seen = stored[key]
-            result.item_ids.append(item_id)
-            if seen == sightings[key] and first[key][0] == index:
-                result.new_ids.append(item_id)
-                result.duplicates += count - 1
-            else:
-                result.duplicates += count
-    return results
+    return seen.results(item_lists, {key: (item_id, n) for item_id, key, n in found})
 
 
 def _insert_deliveries(
@@ -374,15 +398,11 @@ def _store_groups(
     now: datetime,
 ) -> list[StoreResult]:
     """Upsert the items of every group at once; each group's result as if alone."""
-    sightings: Counter[str] = Counter()
-    first: dict[str, tuple[int, NewItem]] = {}
-    for index, (_, items) in enumerate(groups):
-        for item in items:
-            sightings[item.key] += 1
-            first.setdefault(item.key, (index, item))
-    results = [StoreResult() for _ in groups]
+    item_lists = [items for _, items in groups]
+    seen = _Sightings.of(item_lists)
+    sightings, first = seen.count, seen.first
     if not first:
-        return results
+        return [StoreResult() for _ in groups]
     is_webhook = source is Source.WEBHOOK
     rows = [
         {
@@ -421,21 +441,9 @@ def _store_groups(
         if dialect == "postgresql"
         else session.execute(_upsert(dialect), [row | shared for row in rows])
     )
-    stored = {key: (item_id, seen) for item_id, key, seen in upserted}
+    stored = {key: (item_id, n) for item_id, key, n in upserted}
     _index(session, groups, first, stored, sightings)
-    for index, (_, items) in enumerate(groups):
-        result = results[index]
-        for key, count in sorted(Counter(item.key for item in items).items()):
-            item_id, seen = stored[key]
-            result.item_ids.append(item_id)
-            # The row was created by this statement exactly when it has been seen only
-            # now; it is then new for the first group that carried it.
-            if seen == sightings[key] and first[key][0] == index:
-                result.new_ids.append(item_id)
-                result.duplicates += count - 1
-            else:
-                result.duplicates += count
-    return results
+    return seen.results(item_lists, stored)
 
 
 def _index(
