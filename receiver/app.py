@@ -63,9 +63,11 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        await committer.start()
         yield
         # Requests have been answered by now: finish the last transaction, then hand its
         # ids to the broker before the process goes.
+        await committer.aclose()
         committer.stop()
         outbox.stop()
 

@@ -15,6 +15,12 @@ Backpressure: at most ``max_waiting`` deliveries wait at once, and one that has 
 ``deadline`` seconds without the writer taking it is withdrawn. Both are ``Overloaded``
 (the receiver answers 503 with Retry-After) and store nothing: a withdrawn delivery is
 skipped by the writer, and one the writer has already taken gets its real answer.
+
+On PostgreSQL the writer is not a thread once ``start`` has run on the receiver's event
+loop (its lifespan): a task of that loop writes each batch on a connection of its own
+(``receiver/loop_connection.py``), awaited, so that no thread has to win the GIL back from
+the loop after each commit. Requests served by another loop (a test client without its
+lifespan), and SQLite, use the thread.
 """
 
 from __future__ import annotations
@@ -23,16 +29,18 @@ import asyncio
 import enum
 import queue
 import threading
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from sqlalchemy import Engine
 
+from receiver.loop_connection import LoopConnection
 from reconcile.db import UNAVAILABLE_ERRORS, write_first
 from reconcile.inbox import Delivery, StoreResult, commit_deliveries
 from reconcile.logs import get_logger
+from reconcile.timeutil import utcnow
 
 log = get_logger(__name__)
 
@@ -94,6 +102,7 @@ class GroupCommitter:
         self._thread: threading.Thread | None = None
         # Deliveries queued or being written; guarded by _lock, like each _Waiting.state.
         self._waiting = 0
+        self._in_loop: _LoopWriter | None = None
 
     @property
     def waiting(self) -> int:
@@ -102,15 +111,22 @@ class GroupCommitter:
     async def store(self, delivery: Delivery) -> StoreResult:
         """Store one delivery; returns once its transaction has committed. ``Overloaded``
         when it was not stored (too many waiting, or the deadline passed first)."""
-        self._ensure_started()
         loop = asyncio.get_running_loop()
+        in_loop = self._in_loop
+        if in_loop is not None and in_loop.loop is not loop:
+            in_loop = None
+        if in_loop is None:
+            self._ensure_started()
         future: asyncio.Future[StoreResult] = loop.create_future()
         waiting = _Waiting(delivery, loop, future)
         with self._lock:
             if self._waiting >= self._max_waiting:
                 raise Overloaded(f"{self._waiting} deliveries already wait for a commit")
             self._waiting += 1
-        self._queue.put(waiting)
+        if in_loop is not None:
+            in_loop.put(waiting)
+        else:
+            self._queue.put(waiting)
         try:
             return await asyncio.wait_for(asyncio.shield(future), self._deadline)
         except TimeoutError:
@@ -132,6 +148,18 @@ class GroupCommitter:
                         target=self._run, name="receiver-group-commit", daemon=True
                     )
                     self._thread.start()
+
+    async def start(self) -> None:
+        """Write from now on in a task of the running event loop, on PostgreSQL (the
+        receiver's lifespan calls this on the loop that serves its requests)."""
+        if self._engine.dialect.name == "postgresql" and self._in_loop is None:
+            self._in_loop = _LoopWriter(self, LoopConnection(self._engine))
+
+    async def aclose(self) -> None:
+        """Finish what the loop's writer has queued, then close its connection."""
+        in_loop, self._in_loop = self._in_loop, None
+        if in_loop is not None:
+            await in_loop.close()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Finish what is queued, then stop the writer."""
@@ -170,8 +198,7 @@ class GroupCommitter:
                 log.error("group_commit_failed", deliveries=len(batch), error=type(exc).__name__)
                 self._answer([(waiting, exc) for waiting in batch])
             finally:
-                with self._lock:
-                    self._waiting -= len(batch)
+                self._finished(len(batch))
             if stopping:
                 return
 
@@ -198,13 +225,22 @@ class GroupCommitter:
             for waiting in batch:
                 self._write([waiting])
             return
+        self._answer(self._committed(batch, results))
+
+    def _committed(
+        self, batch: Sequence[_Waiting], results: Sequence[StoreResult]
+    ) -> list[tuple[_Waiting, StoreResult | BaseException]]:
         try:
             self._on_commit([i for result in results for i in result.new_ids], len(batch))
         # What happens after the commit must never stop the writer nor fail a request: the
         # rows are durable and the sweeper dispatches anything left behind.
         except Exception as exc:
             log.error("after_commit_failed", error=type(exc).__name__)
-        self._answer(list(zip(batch, results, strict=True)))
+        return list(zip(batch, results, strict=True))
+
+    def _finished(self, count: int) -> None:
+        with self._lock:
+            self._waiting -= count
 
     @staticmethod
     def _answer(answers: Sequence[tuple[_Waiting, StoreResult | BaseException]]) -> None:
@@ -219,3 +255,68 @@ class GroupCommitter:
             except RuntimeError:
                 # The loop has closed: nobody waits for these answers any more.
                 continue
+
+
+class _LoopWriter:
+    """The group commit's writer as a task of one event loop (PostgreSQL): the same
+    batches, the same answers and the same retry one by one as the thread's, awaited."""
+
+    def __init__(self, committer: GroupCommitter, connection: LoopConnection) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._committer = committer
+        self._connection = connection
+        self._pending: deque[_Waiting] = deque()
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._task = self.loop.create_task(self._run(), name="receiver-group-commit")
+
+    def put(self, waiting: _Waiting) -> None:
+        self._pending.append(waiting)
+        self._wake.set()
+
+    async def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        await self._task
+        await self._connection.close()
+
+    async def _run(self) -> None:
+        committer = self._committer
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                taken = [
+                    self._pending.popleft()
+                    for _ in range(min(len(self._pending), committer._max_batch))
+                ]
+                batch = committer._take(taken)
+                try:
+                    if batch:
+                        await self._write(batch)
+                # As the thread's: the writer must outlive anything unforeseen.
+                except Exception as exc:
+                    log.error(
+                        "group_commit_failed", deliveries=len(batch), error=type(exc).__name__
+                    )
+                    _settle([(w.future, exc) for w in batch])
+                finally:
+                    committer._finished(len(batch))
+            if self._closing:
+                return
+
+    async def _write(self, batch: Sequence[_Waiting]) -> None:
+        try:
+            results = await self._connection.store([w.delivery for w in batch], utcnow())
+        except UNAVAILABLE_ERRORS as exc:
+            _settle([(w.future, exc) for w in batch])
+            return
+        except Exception as exc:
+            if len(batch) == 1:
+                _settle([(batch[0].future, exc)])
+                return
+            log.warning("group_commit_split", deliveries=len(batch), error=type(exc).__name__)
+            for waiting in batch:
+                await self._write([waiting])
+            return
+        _settle([(w.future, outcome) for w, outcome in self._committer._committed(batch, results)])

@@ -168,6 +168,10 @@ def sqlite_file(url: URL) -> Path | None:
     return None if database.startswith("file:") else Path(database)
 
 
+# Fail fast when the server is gone so the receiver can answer 503 quickly.
+CONNECT_TIMEOUT_SECONDS = 3
+
+
 def create_db_engine(url: str, *, echo: bool = False) -> Engine:
     parsed = parse_database_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -184,8 +188,7 @@ def create_db_engine(url: str, *, echo: bool = False) -> Engine:
         pool_size=10,
         max_overflow=20,
         pool_timeout=5,
-        # Fail fast when the server is gone so the receiver can answer 503 quickly.
-        connect_args={"connect_timeout": 3},
+        connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS},
     )
     _ping_when_idle(engine)
     return engine

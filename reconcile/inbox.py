@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -143,7 +143,7 @@ def store_deliveries(
 ) -> list[StoreResult]:
     """Several webhook deliveries in the caller's one transaction (group commit): on
     PostgreSQL one statement stores the deliveries, their items and the items' references
-    (``_PG_GROUP``); elsewhere one statement inserts the deliveries, one upserts all their
+    (``PG_GROUP_STATEMENT``); elsewhere one statement inserts the deliveries, one upserts all their
     items. Each delivery gets the result it would have had alone, in the order given: an
     item two of them carry is new for the first and a duplicate for the second."""
     if not deliveries:
@@ -177,51 +177,67 @@ def commit_deliveries(
 def _store_group_pg(
     connection: Connection, deliveries: Sequence[Delivery], now: datetime
 ) -> list[StoreResult]:
-    """The deliveries of a group commit and their items, in ``_PG_GROUP``."""
-    item_lists = [d.items for d in deliveries]
-    seen = _Sightings.of(item_lists)
-    delivery_rows = [
-        {
-            "route": d.route,
-            "remote_addr": d.remote_addr,
-            "headers": json.dumps(dict(d.headers), ensure_ascii=False),
-            "body": d.body.hex(),
-            "item_count": len(d.items),
-        }
-        for d in deliveries
-    ]
-    # A stable key order keeps concurrent batches from deadlocking.
-    item_rows = [
-        {
-            "kind": item.kind,
-            "key": key,
-            "payload": item.payload,
-            "status": item.status,
-            "d": index + 1,
-            "seen": seen.count[key],
-            "warnings": warnings_json(item.warnings),
-        }
-        for key, (index, item) in sorted(seen.first.items())
-    ]
-    ref_rows = sorted(
-        {(ref, key) for key, (_, item) in seen.first.items() for ref in item.ref_values()}
-    )
-    # Each delivery that carries a key, once: the one that created its item is that
-    # item's ``delivery_id``, every other gets a link (the statement tells which).
-    carried = sorted(
-        {(key, index + 1) for index, d in enumerate(deliveries) for key in (i.key for i in d.items)}
-    )
-    found = connection.execute(
-        _PG_GROUP,
-        {
+    write = GroupWrite.of(deliveries, now)
+    return write.results(connection.execute(PG_GROUP_STATEMENT, write.params).all())
+
+
+@dataclass(frozen=True)
+class GroupWrite:
+    """A webhook group commit on PostgreSQL: the parameters of ``PG_GROUP_STATEMENT``, and
+    how the rows it returns become each delivery's result. Apart from running it, so that
+    the receiver can run it on a connection of its event loop's own."""
+
+    params: dict[str, Any]
+    item_lists: list[Sequence[NewItem]]
+    seen: _Sightings
+
+    @classmethod
+    def of(cls, deliveries: Sequence[Delivery], now: datetime) -> GroupWrite:
+        item_lists = [d.items for d in deliveries]
+        seen = _Sightings.of(item_lists)
+        delivery_rows = [
+            {
+                "route": d.route,
+                "remote_addr": d.remote_addr,
+                "headers": json.dumps(dict(d.headers), ensure_ascii=False),
+                "body": d.body.hex(),
+                "item_count": len(d.items),
+            }
+            for d in deliveries
+        ]
+        # A stable key order keeps concurrent batches from deadlocking.
+        item_rows = [
+            {
+                "kind": item.kind,
+                "key": key,
+                "payload": item.payload,
+                "status": item.status,
+                "d": index + 1,
+                "seen": seen.count[key],
+                "warnings": warnings_json(item.warnings),
+            }
+            for key, (index, item) in sorted(seen.first.items())
+        ]
+        refs = sorted(
+            {(ref, key) for key, (_, item) in seen.first.items() for ref in item.ref_values()}
+        )
+        # Each delivery that carries a key, once: the one that created its item is that
+        # item's ``delivery_id``, every other gets a link (the statement tells which).
+        carried = sorted(
+            {(i.key, index + 1) for index, d in enumerate(deliveries) for i in d.items}
+        )
+        params = {
             "deliveries": _json_rows(delivery_rows),
             "items": _json_rows(item_rows),
-            "refs": _json_rows([{"ref": ref, "key": key} for ref, key in ref_rows]),
+            "refs": _json_rows([{"ref": ref, "key": key} for ref, key in refs]),
             "carried": _json_rows([{"key": key, "d": d} for key, d in carried]),
             "now": now,
-        },
-    ).all()
-    return seen.results(item_lists, {key: (item_id, n) for item_id, key, n in found})
+        }
+        return cls(params, item_lists, seen)
+
+    def results(self, rows: Iterable[Sequence[Any]]) -> list[StoreResult]:
+        """Each delivery's result from the statement's rows (id, key, sightings)."""
+        return self.seen.results(self.item_lists, {key: (id_, n) for id_, key, n in rows})
 
 
 def _insert_deliveries(
@@ -256,7 +272,7 @@ def _insert_deliveries(
 # for every other delivery that carried an item. The deliveries' sequence numbers follow
 # their order (ORDER BY n), so the k-th smallest id is the k-th delivery. An item was
 # created here exactly when all its sightings are this statement's.
-_PG_GROUP = text(
+PG_GROUP_STATEMENT = text(
     """
     WITH d AS (
         INSERT INTO webhook_delivery (

@@ -52,9 +52,27 @@ class _Commits:
 
 
 async def _store_while_blocked(
+    engine: Engine,
+    committer: GroupCommitter,
+    lead: Delivery,
+    rest: Sequence[Delivery],
+    *,
+    in_loop: bool = False,
+) -> list[StoreResult | BaseException]:
+    """``lead`` goes first and its transaction waits on the lock; ``rest`` queue behind.
+    ``in_loop``: the writer is a task of this event loop (as in the receiver's lifespan),
+    not the thread."""
+    if in_loop:
+        await committer.start()
+    try:
+        return await _queued_behind_a_lock(engine, committer, lead, rest)
+    finally:
+        await committer.aclose()
+
+
+async def _queued_behind_a_lock(
     engine: Engine, committer: GroupCommitter, lead: Delivery, rest: Sequence[Delivery]
 ) -> list[StoreResult | BaseException]:
-    """``lead`` goes first and its transaction waits on the lock; ``rest`` queue behind."""
     with _writes_blocked(engine) as blocker:
         tasks = [asyncio.create_task(committer.store(lead))]
         await asyncio.sleep(0.2)
@@ -67,13 +85,32 @@ async def _store_while_blocked(
 
 
 def test_deliveries_arriving_during_a_commit_share_the_next_one(engine: Engine) -> None:
+    _share_the_next_one(engine, in_loop=False)
+
+
+@pytest.mark.postgres
+def test_in_the_event_loop_deliveries_share_commits_as_with_the_thread(
+    postgres_database_url: str,
+) -> None:
+    from reconcile.db import create_db_engine
+
+    engine = create_db_engine(postgres_database_url)
+    try:
+        _share_the_next_one(engine, in_loop=True)
+    finally:
+        engine.dispose()
+
+
+def _share_the_next_one(engine: Engine, *, in_loop: bool) -> None:
     commits = _Commits()
     committer = GroupCommitter(engine, commits)
     deliveries = [_delivery(f"pix:{n}") for n in range(10)] + [_delivery("pix:3")]
     try:
         results = asyncio.run(
-            _store_while_blocked(engine, committer, deliveries[0], deliveries[1:])
+            _store_while_blocked(engine, committer, deliveries[0], deliveries[1:], in_loop=in_loop)
         )
+        # Written by the loop's own task: no thread was needed.
+        assert (committer._thread is None) is in_loop
     finally:
         committer.stop()
 
@@ -90,8 +127,9 @@ def test_deliveries_arriving_during_a_commit_share_the_next_one(engine: Engine) 
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("in_loop", [False, True], ids=["thread", "event-loop"])
 def test_a_delivery_the_database_refuses_does_not_fail_its_batch(
-    postgres_database_url: str,
+    postgres_database_url: str, in_loop: bool
 ) -> None:
     from reconcile.db import create_db_engine
 
@@ -102,7 +140,9 @@ def test_a_delivery_the_database_refuses_does_not_fail_its_batch(
     deliveries = [_delivery("pix:first"), _delivery("pix:nul", "\x00"), _delivery("pix:last")]
     try:
         first, refused, last = asyncio.run(
-            _store_while_blocked(engine, committer, _delivery("pix:lead"), deliveries)
+            _store_while_blocked(
+                engine, committer, _delivery("pix:lead"), deliveries, in_loop=in_loop
+            )
         )[1:]
     finally:
         committer.stop()
@@ -117,6 +157,34 @@ def test_a_delivery_the_database_refuses_does_not_fail_its_batch(
         keys = set(session.scalars(select(col(InboxItem.key))))
     engine.dispose()
     assert keys == {"pix:lead", "pix:first", "pix:last"}
+
+
+@pytest.mark.postgres
+def test_in_the_event_loop_an_unreachable_database_is_unavailable_not_an_error() -> None:
+    """As with the thread: the receiver answers 503 for what it could not store, and
+    counts nothing as waiting any more."""
+    from reconcile.db import UNAVAILABLE_ERRORS, create_db_engine
+    from tests.conftest import free_port
+
+    engine = create_db_engine(f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere")
+    committer = GroupCommitter(engine, _Commits())
+
+    async def scenario() -> list[StoreResult | BaseException]:
+        await committer.start()
+        try:
+            stores = [committer.store(_delivery(f"pix:{n}")) for n in range(3)]
+            return await asyncio.gather(*stores, return_exceptions=True)
+        finally:
+            await committer.aclose()
+
+    try:
+        results = asyncio.run(scenario())
+    finally:
+        committer.stop()
+        engine.dispose()
+    assert all(isinstance(r, UNAVAILABLE_ERRORS) for r in results), results
+    assert committer.waiting == 0
+    assert committer._thread is None
 
 
 def test_outbox_sends_what_accumulated_while_the_broker_was_busy() -> None:
