@@ -21,6 +21,8 @@ from receiver.outbox import Outbox
 from reconcile.db import session_scope
 from reconcile.inbox import Delivery, NewItem, StoreResult
 from reconcile.models import InboxItem, WebhookDelivery
+from tests.conftest import RunningNode
+from tests.factories import pix
 
 
 def _delivery(key: str, payload: str | None = None) -> Delivery:
@@ -185,6 +187,23 @@ def test_in_the_event_loop_an_unreachable_database_is_unavailable_not_an_error()
     assert all(isinstance(r, UNAVAILABLE_ERRORS) for r in results), results
     assert committer.waiting == 0
     assert committer._thread is None
+
+
+def test_a_served_receiver_commits_on_its_event_loop_on_postgresql(
+    running_node: RunningNode,
+) -> None:
+    """The app's lifespan starts the loop's writer on PostgreSQL: a delivery served over
+    HTTP is committed without a writer thread; on SQLite the thread writes it."""
+
+    def writers() -> int:
+        return sum(t.name == "receiver-group-commit" for t in threading.enumerate())
+
+    before = writers()
+    response = running_node.post_pix({"pix": [pix()]})
+    assert response.status_code == 200, response.text
+    on_postgres = running_node.node.engine.dialect.name == "postgresql"
+    assert writers() - before == (0 if on_postgres else 1)
+    assert running_node.wait_processed()["pix_received"] == 1
 
 
 def test_outbox_sends_what_accumulated_while_the_broker_was_busy() -> None:
