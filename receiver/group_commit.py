@@ -66,6 +66,8 @@ class _Waiting:
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[StoreResult]
     state: _State = field(default=_State.QUEUED)
+    # When the loop's writer withdraws it if it has not taken it (``loop.time()``).
+    due: float = 0.0
 
 
 Outcome = tuple[asyncio.Future[StoreResult], StoreResult | BaseException]
@@ -124,9 +126,12 @@ class GroupCommitter:
                 raise Overloaded(f"{self._waiting} deliveries already wait for a commit")
             self._waiting += 1
         if in_loop is not None:
+            # The loop's writer enforces the deadline itself, for all its deliveries at
+            # once: a timer and a shield per request cost the loop about 20 µs each.
+            waiting.due = loop.time() + self._deadline
             in_loop.put(waiting)
-        else:
-            self._queue.put(waiting)
+            return await future
+        self._queue.put(waiting)
         try:
             return await asyncio.wait_for(asyncio.shield(future), self._deadline)
         except TimeoutError:
@@ -139,6 +144,19 @@ class GroupCommitter:
                     ) from None
             # Already in a transaction: its own answer is coming, whatever it is.
             return await future
+
+    def _withdraw(self, waiting: _Waiting) -> None:
+        """Answer ``Overloaded`` to a delivery past its deadline that no transaction has
+        taken; the writer then skips it."""
+        with self._lock:
+            if waiting.state is not _State.QUEUED:
+                return
+            waiting.state = _State.WITHDRAWN
+            self._waiting -= 1
+        if not waiting.future.done():
+            waiting.future.set_exception(
+                Overloaded(f"not written within {self._deadline:g} s of arriving")
+            )
 
     def _ensure_started(self) -> None:
         if self._thread is None:
@@ -269,6 +287,7 @@ class _LoopWriter:
         self._wake = asyncio.Event()
         self._closing = False
         self._task = self.loop.create_task(self._run(), name="receiver-group-commit")
+        self._expiry = self.loop.create_task(self._expire(), name="receiver-commit-deadline")
 
     def put(self, waiting: _Waiting) -> None:
         self._pending.append(waiting)
@@ -278,7 +297,23 @@ class _LoopWriter:
         self._closing = True
         self._wake.set()
         await self._task
+        self._expiry.cancel()
         await self._connection.close()
+
+    async def _expire(self) -> None:
+        """Withdraw the deliveries that waited past the deadline, oldest first, while the
+        writer is busy (a stalled database, a commit slower than the deadline): one timer
+        for all of them, a fraction of the deadline late at most."""
+        committer = self._committer
+        tick = min(max(committer._deadline / 8, 0.01), 0.25)
+        while True:
+            await asyncio.sleep(tick)
+            now = self.loop.time()
+            # In arrival order: the first one not yet due ends the walk.
+            for waiting in self._pending:
+                if waiting.due > now:
+                    break
+                committer._withdraw(waiting)
 
     async def _run(self) -> None:
         committer = self._committer

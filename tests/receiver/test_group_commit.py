@@ -233,6 +233,29 @@ def test_outbox_sends_what_accumulated_while_the_broker_was_busy() -> None:
     assert sent == [[1], [2, 20, 3, 30, 4, 40, 5, 50], [7]]
 
 
+def test_outbox_sends_commits_close_together_as_one_message() -> None:
+    """A lone commit's ids go at once; those of commits following it within the interval
+    wait and go together, unless a full message has gathered."""
+    sent: list[tuple[float, list[int]]] = []
+    outbox = Outbox(lambda ids: sent.append((time.monotonic(), list(ids))), min_interval=0.4)
+    started = time.monotonic()
+    outbox.put([1])
+    _wait(lambda: len(sent) == 1)
+    for n in range(2, 6):
+        outbox.put([n])
+        time.sleep(0.02)
+    _wait(lambda: len(sent) == 2)
+    outbox.put(list(range(100, 150)))
+    outbox.put(list(range(150, 200)))  # a full message: it does not wait
+    _wait(lambda: len(sent) == 3)
+    outbox.stop()
+    assert [ids for _, ids in sent] == [[1], [2, 3, 4, 5], list(range(100, 200))]
+    first, second, third = (at for at, _ in sent)
+    assert first - started < 0.2
+    assert second - first >= 0.39
+    assert third - second < 0.2
+
+
 def test_outbox_drops_beyond_its_bound_for_the_sweeper() -> None:
     sent: list[int] = []
     gate = threading.Event()
@@ -292,6 +315,23 @@ def test_beyond_the_bound_a_delivery_is_refused_at_once_and_nothing_of_it_stored
 
 
 def test_a_delivery_past_its_deadline_is_withdrawn_and_never_written(engine: Engine) -> None:
+    _withdrawn_past_the_deadline(engine, in_loop=False)
+
+
+@pytest.mark.postgres
+def test_in_the_event_loop_a_delivery_past_its_deadline_is_withdrawn(
+    postgres_database_url: str,
+) -> None:
+    from reconcile.db import create_db_engine
+
+    engine = create_db_engine(postgres_database_url)
+    try:
+        _withdrawn_past_the_deadline(engine, in_loop=True)
+    finally:
+        engine.dispose()
+
+
+def _withdrawn_past_the_deadline(engine: Engine, *, in_loop: bool) -> None:
     """The writer is stuck on a lock; the deliveries behind it run out of time, are
     answered Overloaded (a 503), and stay out of the inbox once the writer moves on —
     while the one already in its transaction gets its real answer, late."""
@@ -299,27 +339,51 @@ def test_a_delivery_past_its_deadline_is_withdrawn_and_never_written(engine: Eng
 
     committer = GroupCommitter(engine, _Commits(), max_waiting=100, deadline=0.5)
 
-    async def scenario() -> tuple[StoreResult | BaseException, list[StoreResult | BaseException]]:
-        with _writes_blocked(engine) as blocker:
-            lead = asyncio.create_task(committer.store(_delivery("lead")))
-            await asyncio.sleep(0.1)
-            behind = [asyncio.create_task(committer.store(_delivery(f"b{n}"))) for n in range(5)]
-            late = await asyncio.gather(*behind, return_exceptions=True)
-            assert not lead.done()
-            blocker.rollback()
-        return (await asyncio.gather(lead, return_exceptions=True))[0], late
+    async def scenario() -> tuple[
+        StoreResult | BaseException, list[StoreResult | BaseException], list[float], StoreResult
+    ]:
+        if in_loop:
+            await committer.start()
+        try:
+            with _writes_blocked(engine) as blocker:
+                lead = asyncio.create_task(committer.store(_delivery("lead")))
+                await asyncio.sleep(0.1)
+                started = time.monotonic()
+
+                async def timed(key: str) -> float:
+                    with contextlib.suppress(Overloaded):
+                        await committer.store(_delivery(key))
+                    return time.monotonic() - started
+
+                behind = [
+                    asyncio.create_task(committer.store(_delivery(f"b{n}"))) for n in range(5)
+                ]
+                waited = [asyncio.create_task(timed("w"))]
+                late = await asyncio.gather(*behind, return_exceptions=True)
+                times = await asyncio.gather(*waited)
+                assert not lead.done()
+                assert committer.waiting == 1  # the lead alone, still in its transaction
+                blocker.rollback()
+            lead_result = (await asyncio.gather(lead, return_exceptions=True))[0]
+            # The writer goes on to the next deliveries as usual.
+            after = await committer.store(_delivery("after"))
+            return lead_result, late, times, after
+        finally:
+            await committer.aclose()
 
     try:
-        lead, late = asyncio.run(scenario())
-        # The writer goes on to the next deliveries as usual.
-        after = asyncio.run(committer.store(_delivery("after")))
+        lead, late, times, after = asyncio.run(scenario())
+        threaded = committer._thread is not None
     finally:
         committer.stop()
     assert isinstance(lead, StoreResult)
     assert all(isinstance(r, Overloaded) for r in late)
+    # Answered at its deadline, not when the writer came free.
+    assert 0.45 <= times[0] < 1.5
     assert isinstance(after, StoreResult)
     assert _keys(engine) == {"lead", "after"}
     assert committer.waiting == 0
+    assert threaded is not in_loop
 
 
 def test_an_overloaded_receiver_answers_503_with_retry_after_and_recovers(engine: Engine) -> None:
