@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from receiver.auth import WebhookAuth
 from receiver.body import decode_body, parse_json, read_body
@@ -79,7 +79,7 @@ def webhook_endpoint(ctx: ReceiverContext, auth: WebhookAuth, parse: Parse) -> E
             ctx.metrics.refusals.labels(route_label(request.scope), problem.slug).inc()
             log.info(
                 "webhook_refused",
-                route=request.url.path,
+                route=request.scope["path"],
                 status=problem.status,
                 reason=problem.slug,
             )
@@ -112,10 +112,11 @@ async def _accept(
     redacted: frozenset[str],
     body: bytes,
     items: Sequence[NewItem],
-) -> JSONResponse:
+) -> Response:
     """Store the delivery and its items (sharing a transaction with whatever else is
     arriving), then answer; the committer sends new items to the workers after commit."""
-    route = request.url.path
+    # The path as routed, not ``request.url``: building the URL cost the loop about 10 µs.
+    route: str = request.scope["path"]
     delivery = Delivery(
         route=route,
         remote_addr=auth.client_ip(request),
@@ -142,7 +143,8 @@ async def _accept(
         new=len(result.new_ids),
         duplicates=result.duplicates,
     )
-    return JSONResponse(
-        {"items": len(items), "new": len(result.new_ids), "duplicates": result.duplicates},
-        status_code=200,
+    # The bytes JSONResponse would render from the same three numbers, without the encoder.
+    return Response(
+        f'{{"items":{len(items)},"new":{len(result.new_ids)},"duplicates":{result.duplicates}}}',
+        media_type="application/json",
     )

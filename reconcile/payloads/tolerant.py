@@ -322,9 +322,11 @@ class Tolerant(BaseModel):
     def _without_nul(self) -> list[ItemWarning]:
         """Text with NUL characters parses, but no database column can hold it."""
         found = []
-        for name, info in type(self).model_fields.items():
-            value = getattr(self, name)
-            if isinstance(value, str) and "\x00" in value and not info.is_required():
+        fields = type(self).__pydantic_fields__
+        # The instance's ``__dict__`` holds exactly its fields' values (extra fields live
+        # elsewhere): read there, a model of ten fields costs a few µs less per item.
+        for name, value in list(self.__dict__.items()):
+            if isinstance(value, str) and "\x00" in value and not fields[name].is_required():
                 setattr(self, name, None)
                 found.append(ItemWarning(pointer([name]), "text without NUL characters"))
         return found
@@ -351,9 +353,12 @@ class Tolerant(BaseModel):
 
     def warnings(self, at: str = "") -> list[ItemWarning]:
         """Every field read otherwise than documented, here and in nested models."""
-        found = [ItemWarning(at + w.pointer, w.expected) for w in self._unread]
-        for name in type(self).model_fields:
-            value = getattr(self, name)
+        # Read from pydantic's dict of private values: ``self._unread`` goes through
+        # ``BaseModel.__getattr__``, a few µs for every item read.
+        private = self.__pydantic_private__
+        unread: tuple[ItemWarning, ...] = private.get("_unread", ()) if private else ()
+        found = [ItemWarning(at + w.pointer, w.expected) for w in unread]
+        for name, value in self.__dict__.items():
             if isinstance(value, Tolerant):
                 found.extend(value.warnings(at + pointer([name])))
             elif isinstance(value, list):
