@@ -90,17 +90,21 @@ def test_deliveries_arriving_during_a_commit_share_the_next_one(engine: Engine) 
     _share_the_next_one(engine, in_loop=False)
 
 
-@pytest.mark.postgres
-def test_in_the_event_loop_deliveries_share_commits_as_with_the_thread(
-    postgres_database_url: str,
-) -> None:
+@pytest.fixture
+def postgres_engine(postgres_database_url: str) -> Iterator[Engine]:
+    """The loop's writer runs on PostgreSQL only."""
     from reconcile.db import create_db_engine
 
     engine = create_db_engine(postgres_database_url)
-    try:
-        _share_the_next_one(engine, in_loop=True)
-    finally:
-        engine.dispose()
+    yield engine
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_in_the_event_loop_deliveries_share_commits_as_with_the_thread(
+    postgres_engine: Engine,
+) -> None:
+    _share_the_next_one(postgres_engine, in_loop=True)
 
 
 def _share_the_next_one(engine: Engine, *, in_loop: bool) -> None:
@@ -320,15 +324,9 @@ def test_a_delivery_past_its_deadline_is_withdrawn_and_never_written(engine: Eng
 
 @pytest.mark.postgres
 def test_in_the_event_loop_a_delivery_past_its_deadline_is_withdrawn(
-    postgres_database_url: str,
+    postgres_engine: Engine,
 ) -> None:
-    from reconcile.db import create_db_engine
-
-    engine = create_db_engine(postgres_database_url)
-    try:
-        _withdrawn_past_the_deadline(engine, in_loop=True)
-    finally:
-        engine.dispose()
+    _withdrawn_past_the_deadline(postgres_engine, in_loop=True)
 
 
 def _withdrawn_past_the_deadline(engine: Engine, *, in_loop: bool) -> None:
