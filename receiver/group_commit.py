@@ -135,15 +135,10 @@ class GroupCommitter:
         try:
             return await asyncio.wait_for(asyncio.shield(future), self._deadline)
         except TimeoutError:
-            with self._lock:
-                if waiting.state is _State.QUEUED:
-                    waiting.state = _State.WITHDRAWN
-                    self._waiting -= 1
-                    raise Overloaded(
-                        f"not written within {self._deadline:g} s of arriving"
-                    ) from None
-            # Already in a transaction: its own answer is coming, whatever it is.
-            return await future
+            self._withdraw(waiting)
+        # Withdrawn, the future holds ``Overloaded``; already in a transaction, its own
+        # answer is coming, whatever it is.
+        return await future
 
     def _withdraw(self, waiting: _Waiting) -> None:
         """Answer ``Overloaded`` to a delivery past its deadline that no transaction has
