@@ -14,7 +14,7 @@ from datetime import date, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, func, insert, select, text
 
 from benchmarks.nightly_data import Plan, generate, loader_session
 from reconcile import nightly
@@ -204,3 +204,38 @@ def test_a_run_failing_in_its_report_keeps_none_of_its_committed_verdicts(
     with pytest.raises(RuntimeError, match="could not be set"):
         reconcile_day(day_engine, PLAN.day, now=NOW)
     assert _latest_run(day_engine) == ("failed", 0)
+
+
+def test_connections_busy_at_the_same_time_plan_without_parallel_workers(
+    day_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While two connections of the run work at once, neither asks PostgreSQL for parallel
+    workers (the cores are taken: they would only compete); the run's own connection may
+    again once it is alone, for the report."""
+    _split_everything(monkeypatch)
+    seen: dict[str, list[str]] = {}
+
+    def setting(session: Any) -> str:
+        return str(session.execute(text("SHOW max_parallel_workers_per_gather")).scalar_one())
+
+    def recorded(name: str, real: Any) -> Any:
+        def wrapper(session: Any, ctx: Any, *args: Any) -> Any:
+            seen.setdefault(name, []).append(setting(session))
+            return real(session, ctx, *args)
+
+        return wrapper
+
+    monkeypatch.setattr(movements, "_match_received", recorded("range", movements._match_received))
+    monkeypatch.setattr(nightly, "_statement_side", recorded("alongside", nightly._statement_side))
+    monkeypatch.setattr(nightly, "MATCHERS", [(n, recorded(n, m)) for n, m in nightly.MATCHERS])
+    monkeypatch.setattr(nightly, "day_bridge", recorded("report", nightly.day_bridge))
+    with session_scope(day_engine) as session:
+        default = setting(session)
+    assert default != "0"
+
+    reconcile_day(day_engine, PLAN.day, now=NOW)
+
+    assert seen["range"] == ["0", "0"]
+    assert seen["alongside"] == ["0"]
+    assert seen["charges"] == ["0"]
+    assert seen["report"] == [default]
