@@ -20,7 +20,7 @@ from benchmarks.nightly_data import Plan, generate, loader_session
 from reconcile import nightly
 from reconcile.db import create_db_engine, session_scope, table_of
 from reconcile.exports.movements import movement_table
-from reconcile.matching import movements, parallel
+from reconcile.matching import bridge, movements, parallel
 from reconcile.matching.parallel import KeyRange
 from reconcile.models import InboxItem, ReconciliationItem, ReconciliationRun, StatementEntry
 from reconcile.nightly import reconcile_day
@@ -228,7 +228,7 @@ def test_connections_busy_at_the_same_time_plan_without_parallel_workers(
     monkeypatch.setattr(movements, "_match_received", recorded("range", movements._match_received))
     monkeypatch.setattr(nightly, "_statement_side", recorded("alongside", nightly._statement_side))
     monkeypatch.setattr(nightly, "MATCHERS", [(n, recorded(n, m)) for n, m in nightly.MATCHERS])
-    monkeypatch.setattr(nightly, "day_bridge", recorded("report", nightly.day_bridge))
+    monkeypatch.setattr(nightly, "day_bridge", recorded("report", bridge.day_bridge))
     with session_scope(day_engine) as session:
         default = setting(session)
     assert default != "0"
