@@ -21,7 +21,7 @@ from reconcile.matching.context import (
     items_of,
     statement_lines,
 )
-from reconcile.matching.parallel import WHOLE, KeyRange, is_big, run_ranges, split_at_median
+from reconcile.matching.parallel import WHOLE, KeyRange, is_big, run_ranges, split_in_two
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import Confirmation, InboxItem, PixReceived, PixRefund, StatementEntry
 
@@ -63,9 +63,9 @@ def is_big_day(session: Session, ctx: RunContext) -> bool:
 
 
 def match_received(session: Session, ctx: RunContext) -> None:
-    """On a big day, in two halves of the key space at once (``reconcile.matching.parallel``)."""
+    """On a big day, in two ranges of the key space at once (``reconcile.matching.parallel``)."""
     ranges = (
-        split_at_median(
+        split_in_two(
             session, table_of(PixReceived), "end_to_end_id", lambda P: ctx.within(pix_time(P))
         )
         if ctx.parallel

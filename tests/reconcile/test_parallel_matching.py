@@ -81,7 +81,7 @@ def _latest_run(engine: Engine) -> tuple[str, int]:
 
 
 def _split_everything(monkeypatch: pytest.MonkeyPatch) -> list[list[KeyRange]]:
-    """Take any day for a big one, split it at the median of every page, and record the
+    """Take any day for a big one, split it from every page (not a sample), and record the
     ranges run."""
     monkeypatch.setattr(parallel, "SPLIT_FROM", 1)
     monkeypatch.setattr(parallel, "SAMPLE_PERCENT", 100.0)
@@ -117,14 +117,18 @@ def test_a_split_day_has_the_verdicts_of_one_statement(
     assert [len(ranges) for ranges in seen] == [2]
     assert len(beside) == 1
     assert beside[0] != threading.current_thread().name
-    median = seen[0][0].high
-    assert median is not None
-    assert seen[0][1].low == median
+    at = seen[0][0].high
+    assert at is not None
+    assert seen[0][1].low == at
     got = _verdicts(day_engine, split.run_id)
     refs = [row[FIELDS.index("ref")] for row in got if row[FIELDS.index("subject")] == "movement"]
     # Both ranges wrote verdicts: the split really happened.
-    assert any(ref < median for ref in refs)
-    assert any(ref >= median for ref in refs)
+    assert any(ref < at for ref in refs)
+    assert any(ref >= at for ref in refs)
+    # The lower range, slower per row (its index pages split in half), has fewer of them.
+    received = [ref for ref in refs if ref.startswith("E")]
+    lower = sum(1 for ref in received if ref < at) / len(received)
+    assert abs(lower - parallel.LOWER_SHARE) < 0.02, lower
     assert len(got) == len(expected) > PLAN.events
     assert ("statement", "unexplained-1") in {
         (row[FIELDS.index("subject")], row[FIELDS.index("ref")]) for row in got
