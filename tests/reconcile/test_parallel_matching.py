@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, insert, select, text
+from sqlalchemy.engine import make_url
 
 from benchmarks.nightly_data import Plan, generate, loader_session
 from reconcile import nightly
@@ -211,7 +212,7 @@ def test_a_run_failing_in_its_report_keeps_none_of_its_committed_verdicts(
 
 
 def test_connections_busy_at_the_same_time_plan_without_parallel_workers(
-    day_engine: Engine, monkeypatch: pytest.MonkeyPatch
+    day_engine: Engine, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While two connections of the run work at once, neither asks PostgreSQL for parallel
     workers (the cores are taken: they would only compete); the run's own connection may
@@ -233,13 +234,17 @@ def test_connections_busy_at_the_same_time_plan_without_parallel_workers(
     monkeypatch.setattr(nightly, "_statement_side", recorded("alongside", nightly._statement_side))
     monkeypatch.setattr(nightly, "MATCHERS", [(n, recorded(n, m)) for n, m in nightly.MATCHERS])
     monkeypatch.setattr(nightly, "day_bridge", recorded("report", bridge.day_bridge))
-    with session_scope(day_engine) as session:
-        default = setting(session)
-    assert default != "0"
-
-    reconcile_day(day_engine, PLAN.day, now=NOW)
+    # Every connection starts with 3 workers allowed, whatever the server's own default.
+    url = make_url(postgres_url).update_query_dict(
+        {"options": "-c max_parallel_workers_per_gather=3"}
+    )
+    engine = create_db_engine(url.render_as_string(hide_password=False))
+    try:
+        reconcile_day(engine, PLAN.day, now=NOW)
+    finally:
+        engine.dispose()
 
     assert seen["range"] == ["0", "0"]
     assert seen["alongside"] == ["0"]
     assert seen["charges"] == ["0"]
-    assert seen["report"] == [default]
+    assert seen["report"] == ["3"]
