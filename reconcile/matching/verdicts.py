@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
-    Boolean,
     ColumnElement,
     Integer,
     String,
@@ -111,7 +110,7 @@ def insert_verdicts(
     ) -> ColumnElement[object]:
         return case(dict(enumerate(values)), value=row.c.verdict, else_=otherwise)
 
-    exceptions = [n for n, (_, _, flag, _) in enumerate(verdicts) if flag]
+    exception = row.c.verdict.in_([n for n, (_, _, flag, _) in enumerate(verdicts) if flag])
     rows = select(
         literal(ctx.run_id, Integer),
         literal(subject, String),
@@ -119,7 +118,7 @@ def insert_verdicts(
         by_verdict(
             [literal(name, String) for _, name, _, _ in verdicts], literal(default_status, String)
         ),
-        by_verdict([literal(flag, Boolean) for _, _, flag, _ in verdicts], literal(False, Boolean)),
+        exception,
         by_verdict(
             [literal(text, String) for _, _, _, text in verdicts], literal(otherwise, String)
         ),
@@ -130,10 +129,7 @@ def insert_verdicts(
         row.c.statement_id,
         row.c.carried,
         row.c.net,
-        case(
-            (row.c.verdict.in_(exceptions), literal(EXCEPTION_PRIORITY, Integer)),
-            else_=literal(None, Integer),
-        ),
+        case((exception, literal(EXCEPTION_PRIORITY, Integer)), else_=literal(None, Integer)),
         case((row.c.webhooks > 1, row.c.webhooks - 1), else_=literal(None, Integer)),
     ).select_from(row)
     session.execute(insert(table_of(ReconciliationItem)).from_select(COLUMNS, rows))
