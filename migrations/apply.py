@@ -4,13 +4,19 @@ the start-up of the embedded SQLite database)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine
+
+# Alembic is imported where it is used: importing it takes a fifth of a second, which every
+# command paid at start-up, `--help` and a mistyped option included.
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 
 def alembic_config(engine: Engine) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(Path(__file__).parent))
     # The engine travels as an attribute so env.py reuses it (and its SQLite pragmas).
@@ -19,6 +25,8 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
+    from alembic import command
+
     command.upgrade(alembic_config(engine), revision)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-from alembic.util import CommandError
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -89,6 +88,9 @@ def _check_schema(engine: Engine) -> None:
 def open_database(settings: Settings, *, auto_upgrade: bool) -> Engine:
     """The embedded SQLite database is migrated on start; a shared PostgreSQL is migrated
     only on purpose (``pixrecon db upgrade``), so several processes never race to do it."""
+    # Here rather than at the top: see migrations/apply.py.
+    from alembic.util import CommandError
+
     embedded = auto_upgrade and settings.uses_sqlite
     engine = database_engine(settings, may_create=embedded)
     try:
