@@ -124,12 +124,15 @@ def _own(session: Session, work: Callable[[Session], T]) -> T:
         # As in the run's own transaction (reconcile.nightly): compiling costs more than
         # it saves for a statement that runs once.
         own.execute(text("SET LOCAL jit = off"))
-        # Another connection of the run is busy at the same time, so the cores a parallel
-        # plan would ask for are taken: its workers would only compete with that
-        # connection, and some plans repeat work in each worker (a merge join walks its
-        # inner index once per worker).
-        own.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
+        _without_parallel_workers(own)
         return work(own)
+
+
+def _without_parallel_workers(session: Session) -> None:
+    """Another connection of the run is busy at the same time, so the cores a parallel plan
+    would ask for are taken: its workers would only compete with that connection, and some
+    plans repeat work in each worker (a merge join walks its inner index once per worker)."""
+    session.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
 
 
 class Later(Generic[T]):
@@ -156,8 +159,8 @@ def alongside(session: Session, parallel: bool, work: Callable[[Session], T]) ->
     if not parallel:
         yield Later(session, work)
         return
-    # The caller's statements too, while the work runs beside them (see ``_own``).
-    session.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
+    # The caller's statements too, while the work runs beside them.
+    _without_parallel_workers(session)
     # Leaving the pool waits for the work; its own failure is raised by result().
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="alongside") as pool:
         yield Later(session, work, pool.submit(_own, session, work))
