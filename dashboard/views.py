@@ -27,7 +27,7 @@ from dashboard.queries import (
 )
 from reconcile.actions import suggested_action
 from reconcile.cases import add_lifecycle, case_events, case_rows
-from reconcile.formats import brl
+from reconcile.formats import brl, duration_unit
 from reconcile.masking import SENSITIVE_KEYS, mask_text, mask_value
 from reconcile.models import CaseState, ExceptionCase, InboxItem, ReconciliationItem, StatementEntry
 from reconcile.queries import deliveries_of, inbox_item_view, items_by_ref, webhook_coverage
@@ -232,16 +232,8 @@ def recent_page(
             for h in day_hours
         ],
         "charts": _recent_charts(money, coverage, day_hours),
+        "slowest_lag": max((h.lag_max for h in day_hours if h.lag_max is not None), default=None),
     }
-
-
-def _time_unit(peak: float) -> tuple[float, str]:
-    """Seconds, minutes or hours, whichever keeps the axis in round numbers."""
-    if peak < 120:
-        return 1.0, "s"
-    if peak < 2 * 3600:
-        return 60.0, "min"
-    return 3600.0, "h"
 
 
 def _in_unit(values: list[float | None], unit: float) -> list[float | None]:
@@ -253,7 +245,7 @@ def _recent_charts(
 ) -> dict[str, Any]:
     labels = [row["day"].strftime("%d/%m") for row in money]
     hour_labels = [_hour_label(h.hour) for h in hours]
-    unit, unit_name = _time_unit(max((h.lag_max or 0.0 for h in hours), default=0.0))
+    unit, unit_name = duration_unit(max((h.lag_max or 0.0 for h in hours), default=0.0))
 
     def duration(value: float) -> str:
         shown = f"{value:.0f}" if value == int(value) else f"{value:.1f}".replace(".", ",")

@@ -23,7 +23,7 @@ from starlette.templating import Jinja2Templates
 
 from dashboard.passwords import PasswordHash, fingerprint
 from dashboard.queries import Reports
-from reconcile.formats import br_date, brl, sp_time
+from reconcile.formats import br_date, brl, duration, sp_time
 from reconcile.masking import mask_text
 
 HERE = Path(__file__).parent
@@ -58,6 +58,7 @@ def make_templates() -> Jinja2Templates:
         brl=_known(brl),
         br_date=_known(br_date),
         sp_time=_known(sp_time),
+        duration=_known(duration),
         count=_known(_count),
         percent=_known(_percent),
         mask=_mask,

@@ -39,3 +39,25 @@ def sp_time(value: datetime | str | None, *, seconds: bool = False) -> str:
     instant = datetime.fromisoformat(value) if isinstance(value, str) else value
     layout = "%d/%m/%Y %H:%M:%S" if seconds else "%d/%m/%Y %H:%M"
     return as_utc(instant).astimezone(BUSINESS_TZ).strftime(layout)
+
+
+# Above each bound, the next unit: the figure stays a few digits long whatever the lag.
+_DURATION_UNITS = ((120.0, 1.0, "s"), (2 * 3600.0, 60.0, "min"), (2 * 86400.0, 3600.0, "h"))
+
+
+def duration_unit(seconds: float) -> tuple[float, str]:
+    """The unit to show ``seconds`` in, as its length in seconds and its name."""
+    for bound, unit, name in _DURATION_UNITS:
+        if seconds < bound:
+            return unit, name
+    return 86400.0, "days"
+
+
+def duration(seconds: float | None) -> str:
+    """``1,5 s``, ``12,4 min``, ``5,1 h``, ``268 days``; ``—`` when unknown."""
+    if seconds is None:
+        return "—"
+    unit, name = duration_unit(seconds)
+    value = seconds / unit
+    shown = f"{value:,.0f}" if name == "days" else f"{value:,.1f}"
+    return f"{shown.replace(',', '_').replace('.', ',').replace('_', '.')} {name}"

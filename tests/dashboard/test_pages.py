@@ -15,7 +15,7 @@ from sqlalchemy import Engine, case, func, select
 from sqlmodel import col
 
 from reconcile.db import session_scope, table_of
-from reconcile.formats import brl
+from reconcile.formats import brl, duration
 from reconcile.models import InboxItem, PixReceived
 from reconcile.nightly import EXCEPTION_FIELDS
 from reconcile.timeutil import business_day_bounds
@@ -149,6 +149,20 @@ def _recent_days_are_charted(
     assert sum(int(v) for k, v in hours.items() if k.endswith(".webhook")) == by_webhook
     assert sum(int(v) for k, v in hours.items() if k.endswith(".poll_only")) == total - by_webhook
     assert len([k for k in hours if k.endswith(".webhook")]) == 24
+    # The slowest webhook lag, in a unit a person reads; a day delivered long after it
+    # happened (the scenario plays a past day now) is said to be so.
+    with session_scope(engine) as session:
+        slowest = max(
+            (row.webhook_at - row.horario).total_seconds()
+            for row in session.execute(
+                select(inbox.c.webhook_at, pix.c.horario)
+                .select_from(pix.join(inbox, inbox.c.id == pix.c.inbox_item_id))
+                .where(pix.c.horario >= start, pix.c.horario < end, inbox.c.webhook_at.isnot(None))
+            )
+        )
+    lag_note = html.unescape(page.text.split('data-note="lag">')[1].split("</p>")[0])
+    assert lag_note.endswith(f"the slowest, {duration(slowest)}.")
+    assert ('data-note="late-day"' in page.text) == (slowest >= 86400)
 
 
 def test_the_pages_show_a_played_day(engine: Engine) -> None:
