@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Date,
     Integer,
     String,
     and_,
@@ -167,6 +168,7 @@ def match_statement_lines(session: Session, ctx: RunContext) -> None:
         lines.c.id,
         literal(None, String),
         literal(None, Integer),
+        literal(None, Date),
         literal(EXCEPTION_PRIORITY, Integer),
         literal(None, Integer),
     ).where(lines.c.bridge == "other")

@@ -20,6 +20,7 @@ from sqlmodel import Session
 
 from reconcile.db import table_of
 from reconcile.matching.context import RunContext
+from reconcile.matching.verdicts import refund_priority
 from reconcile.models import (
     AccountMovement,
     Confirmation,
@@ -118,19 +119,11 @@ def annotate_pending(session: Session, ctx: RunContext) -> None:
 
 
 def annotate_priorities(session: Session, ctx: RunContext) -> None:
-    """Money that may have to go back carries the last day a refund is possible
-    (settlement + the refund window), and comes first (priority 1) when that day is near;
-    every other exception keeps the priority it was written with."""
+    """A charge paid more than due, or twice, carries the last day a refund is possible
+    (the day its first Pix paid it + the refund window), and comes first (priority 1)
+    when that day is near; every other exception keeps the priority it was written with
+    (a Pix received that may go back got its deadline with its verdict)."""
     items = table_of(ReconciliationItem)
-    # A Pix whose money arrived (the statement booked it) that nobody notified, the API
-    # denies, or for another amount: the merchant may have to send it back.
-    received_here = (
-        items.c.subject == "movement",
-        items.c.ref.like("E%"),
-        items.c.statement_entry_id.is_not(None),
-        items.c.status.in_(("missing_webhook", "unconfirmed_webhook", "amount_mismatch")),
-    )
-    _set_deadline(session, ctx, ctx.refund_by, *received_here)
     # A charge paid more than due, or twice: from the day the first Pix paid it.
     P, E = table_of(PixReceived), table_of(ExpectedPayment)
     charges = session.execute(
@@ -156,11 +149,10 @@ def annotate_priorities(session: Session, ctx: RunContext) -> None:
 
 def _set_deadline(session: Session, ctx: RunContext, deadline: date, *where: Any) -> None:
     items = table_of(ReconciliationItem)
-    urgent = (deadline - ctx.today).days <= ctx.judging.refund_warning_days
     session.execute(
         update(items)
         .where(items.c.run_id == ctx.run_id, items.c.exception, *where)
-        .values(refund_by=deadline, priority=1 if urgent else 2)
+        .values(refund_by=deadline, priority=refund_priority(ctx, deadline))
     )
 
 

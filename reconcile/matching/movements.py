@@ -25,6 +25,9 @@ from reconcile.matching.parallel import WHOLE, KeyRange, is_big, run_ranges, spl
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import Confirmation, InboxItem, PixReceived, PixRefund, StatementEntry
 
+# The exceptions of a Pix received whose money may have to go back, once booked.
+RETURNABLE = frozenset({"missing_webhook", "unconfirmed_webhook", "amount_mismatch"})
+
 
 def source_of(webhooks: ColumnElement[int], polls: ColumnElement[int]) -> ColumnElement[str]:
     return case(
@@ -209,6 +212,9 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
             else_=p.c.amount_cents - refunded_cents,
         ),
         webhooks=webhooks,
+        # Booked money the provider does not stand behind, as notified: the payer's bank may
+        # claim it back (a refund or a MED) within the refund window.
+        refundable=RETURNABLE,
     )
 
 

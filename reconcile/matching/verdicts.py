@@ -3,11 +3,16 @@ must look at it, and the reason given."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from datetime import date
+
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
+    Date,
     Integer,
     String,
+    and_,
     case,
     cast,
     insert,
@@ -39,12 +44,19 @@ COLUMNS = (
     "statement_entry_id",
     "carried",
     "net_cents",
+    "refund_by",
     "priority",
     "duplicate_webhooks",
 )
-# Every exception starts at priority 2; money near its refund deadline is raised to 1
-# afterwards (``reconcile.matching.judgement``).
+# Every exception is priority 2 but money near its refund deadline, which is 1.
 EXCEPTION_PRIORITY = 2
+URGENT_PRIORITY = 1
+
+
+def refund_priority(ctx: RunContext, deadline: date) -> int:
+    """Money that may have to go back comes first when its last day is near."""
+    urgent = (deadline - ctx.today).days <= ctx.judging.refund_warning_days
+    return URGENT_PRIORITY if urgent else EXCEPTION_PRIORITY
 
 
 def insert_verdicts(
@@ -66,12 +78,16 @@ def insert_verdicts(
     carried: ColumnElement[str] | None = None,
     net: ColumnElement[int] | None = None,
     webhooks: ColumnElement[int] | None = None,
+    refundable: Collection[str] = (),
 ) -> None:
     """First verdict that holds wins; otherwise ``default_status``. ``where`` keeps the
     rows that belong to the day; ``carried`` says ``in``/``out`` for a movement matched
     across midnight; ``net`` is a Pix's value less its settled refunds; ``webhooks`` how
     many webhooks the item's inbox item counted (the repeats are kept with the verdict, so
-    that the report counts them without joining the inbox again)."""
+    that the report counts them without joining the inbox again). An exception whose
+    status is ``refundable`` and whose money the statement booked may have to be returned:
+    it carries the last day it can be (``ctx.refund_by``), written with the row rather than
+    updated afterwards, which on a bad day rewrote tens of thousands of rows."""
     # The first rule that holds is found once per row, as a number, below the sort; the
     # status, flag, reason and priority are then read from that number. Written as four
     # CASEs over the rules, PostgreSQL would test every rule four times for every
@@ -111,6 +127,8 @@ def insert_verdicts(
         return case(dict(enumerate(values)), value=row.c.verdict, else_=otherwise)
 
     exception = row.c.verdict.in_([n for n, (_, _, flag, _) in enumerate(verdicts) if flag])
+    refunds = [n for n, (_, name, flag, _) in enumerate(verdicts) if flag and name in refundable]
+    to_return = and_(row.c.verdict.in_(refunds), row.c.statement_id.is_not(None))
     rows = select(
         literal(ctx.run_id, Integer),
         literal(subject, String),
@@ -129,7 +147,12 @@ def insert_verdicts(
         row.c.statement_id,
         row.c.carried,
         row.c.net,
-        case((exception, literal(EXCEPTION_PRIORITY, Integer)), else_=literal(None, Integer)),
+        case((to_return, literal(ctx.refund_by, Date)), else_=literal(None, Date)),
+        case(
+            (to_return, literal(refund_priority(ctx, ctx.refund_by), Integer)),
+            (exception, literal(EXCEPTION_PRIORITY, Integer)),
+            else_=literal(None, Integer),
+        ),
         case((row.c.webhooks > 1, row.c.webhooks - 1), else_=literal(None, Integer)),
     ).select_from(row)
     session.execute(insert(table_of(ReconciliationItem)).from_select(COLUMNS, rows))
