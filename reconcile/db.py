@@ -9,7 +9,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import URL, Engine, Table, create_engine, event
+from sqlalchemy import (
+    URL,
+    BigInteger,
+    ColumnElement,
+    Engine,
+    Table,
+    any_,
+    bindparam,
+    create_engine,
+    event,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DisconnectionError, InterfaceError, OperationalError
@@ -243,3 +253,13 @@ def insert_for(dialect: str) -> Any:
 
 def dialect_of(session: Session) -> str:
     return session.get_bind().dialect.name
+
+
+def id_in(session: Session, column: ColumnElement[Any], ids: list[int]) -> ColumnElement[bool]:
+    """``column`` is one of ``ids``. On PostgreSQL one array parameter, ``= ANY(…)``: an
+    ``IN`` list is rendered anew for every execution, a parameter per id, which cost a
+    worker about a millisecond of CPU per hundred ids (twice a batch). SQLite has no
+    arrays and keeps the ``IN`` list."""
+    if dialect_of(session) != "postgresql":
+        return column.in_(ids)
+    return column == any_(bindparam("ids", ids, type_=postgresql.ARRAY(BigInteger), unique=True))

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlmodel import Session, col
 
-from reconcile.db import session_scope
+from reconcile.db import id_in, session_scope, table_of
 from reconcile.handlers import BATCH_HANDLERS, HANDLERS, PermanentItemError
 from reconcile.logs import get_logger
 from reconcile.masking import mask_text
@@ -74,7 +74,7 @@ def _process(session: Session, ids: list[int], *, by_item: bool) -> ProcessRepor
     report = ProcessReport()
     stmt = (
         select(InboxItem)
-        .where(col(InboxItem.id).in_(ids))
+        .where(id_in(session, table_of(InboxItem).c.id, ids))
         .order_by(col(InboxItem.id))
         .with_for_update()
     )
@@ -119,7 +119,7 @@ def _mark_processed(session: Session, items: Sequence[InboxItem], now: datetime)
         return
     session.execute(
         update(InboxItem)
-        .where(col(InboxItem.id).in_([_id(item) for item in items]))
+        .where(id_in(session, table_of(InboxItem).c.id, [_id(item) for item in items]))
         .values(
             status=ItemStatus.PROCESSED.value,
             processed_at=now,

@@ -164,3 +164,21 @@ def test_a_row_the_database_refuses_fails_its_item_alone(
     assert failed.status == "failed"
     assert failed.error is not None
     assert failed.error.startswith("the database refused the item's row: ")
+
+
+def test_a_batch_takes_exactly_the_items_it_was_given(engine: Engine) -> None:
+    """Ids sent as one array parameter on PostgreSQL, an ``IN`` list on SQLite: either
+    way only the batch's own items are processed, and an id named twice counts once."""
+    ids = [_store(engine, pix(), key=f"pix:{n}") for n in range(1, 6)]
+    batch = [ids[0], ids[2], ids[2], ids[4]]
+    report = process_items(engine, batch)
+    assert sorted(report.processed) == [ids[0], ids[2], ids[4]]
+    with session_scope(engine) as session:
+        statuses = dict(session.execute(select(col(InboxItem.id), col(InboxItem.status))).all())
+    assert [statuses[i] for i in ids] == [
+        "processed",
+        "pending",
+        "processed",
+        "pending",
+        "processed",
+    ]
