@@ -127,8 +127,16 @@ def insert_verdicts(
         return case(dict(enumerate(values)), value=row.c.verdict, else_=otherwise)
 
     exception = row.c.verdict.in_([n for n, (_, _, flag, _) in enumerate(verdicts) if flag])
+    priority: ColumnElement[int] = case(
+        (exception, literal(EXCEPTION_PRIORITY, Integer)), else_=literal(None, Integer)
+    )
+    refund_by: ColumnElement[date] = literal(None, Date)
     refunds = [n for n, (_, name, flag, _) in enumerate(verdicts) if flag and name in refundable]
-    to_return = and_(row.c.verdict.in_(refunds), row.c.statement_id.is_not(None))
+    if refunds:
+        to_return = and_(row.c.verdict.in_(refunds), row.c.statement_id.is_not(None))
+        refund_by = case((to_return, literal(ctx.refund_by, Date)), else_=refund_by)
+        urgency = literal(refund_priority(ctx, ctx.refund_by), Integer)
+        priority = case((to_return, urgency), else_=priority)
     rows = select(
         literal(ctx.run_id, Integer),
         literal(subject, String),
@@ -147,12 +155,8 @@ def insert_verdicts(
         row.c.statement_id,
         row.c.carried,
         row.c.net,
-        case((to_return, literal(ctx.refund_by, Date)), else_=literal(None, Date)),
-        case(
-            (to_return, literal(refund_priority(ctx, ctx.refund_by), Integer)),
-            (exception, literal(EXCEPTION_PRIORITY, Integer)),
-            else_=literal(None, Integer),
-        ),
+        refund_by,
+        priority,
         case((row.c.webhooks > 1, row.c.webhooks - 1), else_=literal(None, Integer)),
     ).select_from(row)
     session.execute(insert(table_of(ReconciliationItem)).from_select(COLUMNS, rows))
