@@ -192,11 +192,15 @@ def keyed(
 def new_item(
     kind: ItemKind, key: str, payload: Any, warnings: Sequence[ItemWarning] = ()
 ) -> NewItem:
+    text = dump_json(payload)
+    # Mended text always holds U+FFFD: without one in the payload's JSON there is nothing
+    # to find, and the walk over every value is skipped (nearly every item).
+    mended = mended_warnings(payload) if "\ufffd" in text else []
     return NewItem(
         kind=kind.value,
         key=key,
-        payload=dump_json(payload),
-        warnings=tuple(_unique([*warnings, *mended_warnings(payload)])),
+        payload=text,
+        warnings=tuple(_unique([*warnings, *mended])),
         refs=ref_values(item_refs(kind.value, payload)),
     )
 
