@@ -15,6 +15,7 @@ from sqlalchemy import ColumnElement, Integer, and_, case, cast, func, select
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col
 
+from reconcile.cases import priority_as_of
 from reconcile.db import dialect_of, table_of
 from reconcile.models import (
     CaseState,
@@ -157,9 +158,10 @@ def _case_filters(query: CaseQuery) -> list[ColumnElement[bool]]:
 
 
 def list_cases(
-    session: Session, query: CaseQuery, page_size: int
+    session: Session, query: CaseQuery, page_size: int, today: date
 ) -> tuple[list[dict[str, Any]], int]:
-    """One page of cases with the verdict of their day's latest run, and how many match."""
+    """One page of cases with the verdict of their day's latest run, and how many match.
+    A work queue: money near its last day to go back comes first as of ``today``."""
     cases, items, runs = (
         table_of(ExceptionCase),
         table_of(ReconciliationItem),
@@ -168,11 +170,12 @@ def list_cases(
     newest = _newest_runs()
     first_run = aliased(runs, name="first_run")
     amount = func.coalesce(items.c.actual_cents, items.c.expected_cents, 0)
+    priority = priority_as_of(items, today)
     filters = _case_filters(query)
     total = session.execute(select(func.count()).where(*filters)).scalar_one()
     order: dict[str, list[Any]] = {
-        "priority": [items.c.priority.asc().nulls_last(), amount.desc()],
-        "amount": [amount.desc(), items.c.priority.asc().nulls_last()],
+        "priority": [priority.asc().nulls_last(), amount.desc()],
+        "amount": [amount.desc(), priority.asc().nulls_last()],
         "age": [first_run.c.started_at.asc(), cases.c.business_date.asc()],
     }
     stmt = (
@@ -188,7 +191,7 @@ def list_cases(
             items.c.reason,
             items.c.expected_cents,
             items.c.actual_cents,
-            items.c.priority,
+            priority.label("priority"),
             items.c.refund_by,
             first_run.c.started_at.label("first_seen_at"),
         )

@@ -74,7 +74,8 @@ def day_page(session: Session, reports: Reports, day: date) -> dict[str, Any]:
 
 
 def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[str, Any]:
-    rows, total = list_cases(session, query, page_size)
+    today = business_today()
+    rows, total = list_cases(session, query, page_size, today)
     for row in rows:
         row["date"] = row["business_date"].isoformat()
         row["action"] = suggested_action(
@@ -84,9 +85,10 @@ def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[
             row["actual_cents"],
             row["refund_by"],
             ref=row["ref"],
+            today=today,
         )
     # Ages count to today here: this is the work queue, not a day's report.
-    add_lifecycle(session, rows, as_of=business_today())
+    add_lifecycle(session, rows, as_of=today)
     add_references(session, rows)
     pages = max(1, -(-total // page_size))
     return {
@@ -158,8 +160,10 @@ def case_page(session: Session, case_id: int) -> dict[str, Any] | None:
         if verdict is not None and verdict.statement_entry_id is not None
         else None
     )
-    described = case_rows(session, case_ids=[case_id], states=tuple(CaseState), as_of=today())
+    now = today()
+    described = case_rows(session, case_ids=[case_id], states=tuple(CaseState), as_of=now)
     return {
+        "today": now,
         "case": case,
         "run": run,
         "verdict": verdict,

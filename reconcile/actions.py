@@ -51,13 +51,30 @@ def _about_a_payout(status: str, expected: int | None, actual: int | None) -> st
             "out who sent the notification"
         )
     if status == "amount_mismatch":
-        return f"ask the provider why it paid {brl(actual)} instead of {brl(expected)}"
+        if expected is None:
+            return (
+                f"ask the provider which amount of the payout notified as {brl(actual)} is "
+                "right: its API states another"
+            )
+        return (
+            f"ask the provider why the statement debited {brl(expected)} for a payout "
+            f"notified as {brl(actual)}"
+        )
     paid = actual if actual is not None else expected
     return f"check the status of the payout of {brl(paid)} with the provider before paying again"
 
 
-def _by(refund_by: date | None) -> str:
-    return f" before {br_date(refund_by)}" if refund_by is not None else ""
+def _give_back(what: str, refund_by: date | None, today: date | None) -> str:
+    """Refund ``what`` by its last day; once that day is past (as of ``today``, for a
+    person working on the case) the Pix can no longer be refunded, only paid back."""
+    if refund_by is None:
+        return f"refund {what}"
+    if today is not None and today > refund_by:
+        return (
+            f"pay {what} back to the payer with a new Pix: the time to refund it ended on "
+            f"{br_date(refund_by)}"
+        )
+    return f"refund {what} before {br_date(refund_by)}"
 
 
 def suggested_action(
@@ -67,15 +84,19 @@ def suggested_action(
     actual: int | None,
     refund_by: date | None = None,
     ref: str = "",
+    today: date | None = None,
 ) -> str:
+    """In words, what a person does about the exception. ``today``: when a person reads
+    it (the lists they work from), so that money whose last day to be refunded has passed
+    is paid back instead; without it, as of the day judged."""
     gap = abs((actual or 0) - (expected or 0))
     if subject == "movement" and ref.startswith(RETURN_REF):
         return _about_a_return(status, expected, actual)
     if subject == "charge":
         if status == "overpaid":
-            return f"refund {brl(gap)} of the overpaid {brl(actual)}{_by(refund_by)}"
+            return _give_back(f"{brl(gap)} of the overpaid {brl(actual)}", refund_by, today)
         if status == "paid_twice":
-            return f"refund the second payment ({brl(gap)}){_by(refund_by)}"
+            return _give_back(f"the second payment ({brl(gap)})", refund_by, today)
         if status == "underpaid":
             return f"ask the payer for the missing {brl(gap)}"
         if status in ("unpaid", "expired"):
@@ -92,12 +113,21 @@ def suggested_action(
             notified = actual if actual is not None else expected
             return f"do not deliver: the provider does not know this payment of {brl(notified)}"
         if status == "missing_webhook":
+            # Nobody notified it: the statement's amount is the only one.
+            booked = actual if actual is not None else expected
             return (
-                f"a payment of {brl(actual)} nobody notified: match it to an order, or "
-                f"refund it{_by(refund_by)}"
+                f"a payment of {brl(booked)} nobody notified: match it to an order, or "
+                + _give_back("it", refund_by, today)
             )
         if status == "amount_mismatch":
-            return f"ask the provider: notified {brl(expected)}, it stands behind {brl(actual)}"
+            # ``actual`` is what was notified, ``expected`` what the provider's API or
+            # statement stands behind (reconcile.matching.movements).
+            if expected is None or expected == actual:
+                return (
+                    f"ask the provider which amount of the Pix of {brl(actual)} is right: "
+                    "its records disagree (see why)"
+                )
+            return f"ask the provider: notified {brl(actual)}, it stands behind {brl(expected)}"
         booked = actual if actual is not None else expected
         return f"ask the provider why the statement does not book the {brl(booked)}"
     if subject == "infraction":

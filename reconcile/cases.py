@@ -11,13 +11,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, func, select
+from sqlalchemy import ColumnElement, Date, Integer, Row, Table, case, func, literal, select
 from sqlmodel import Session, col
 
 from reconcile.actions import differs, suggested_action
 from reconcile.db import table_of
 from reconcile.models import CaseEvent, CaseState, ExceptionCase, ReconciliationItem
+from reconcile.priorities import URGENT_PRIORITY, urgent_from
 from reconcile.references import REFERENCE_FIELDS, add_references
+from reconcile.settings import get_settings
 from reconcile.timeutil import utcnow
 
 # What a person may set; ``cleared`` is the runs' word alone.
@@ -118,6 +120,17 @@ def add_lifecycle(
             row.update(_lifecycle(row["state"], day, since, as_of))
 
 
+def priority_as_of(items: Table, today: date) -> ColumnElement[int]:
+    """A verdict's priority for a person working on it ``today``: the run judged it as of
+    its day, when money's last day to go back may have been far; a case still open comes
+    first once that day is near (``PIXRECON_REFUND_WARNING_DAYS``) or past."""
+    near = urgent_from(today, get_settings().refund_warning_days)
+    return case(
+        (items.c.refund_by <= literal(near, Date), literal(URGENT_PRIORITY, Integer)),
+        else_=items.c.priority,
+    )
+
+
 # What every listing of cases says of each (the report's exceptions, ``pixrecon
 # exceptions``, the exports), in this order.
 EXCEPTION_FIELDS = (
@@ -201,6 +214,7 @@ def iter_case_rows(
     ``run_id``: only the cases that run raised. ``or_changed_since``: also the cases in
     any other state that people changed since then (resolved after the run, say)."""
     cases, items = table_of(ExceptionCase), table_of(ReconciliationItem)
+    priority = items.c.priority if as_of is None else priority_as_of(items, as_of)
     earlier = cases.alias("earlier")
     # One index probe a case (``ix_exception_case_subject_ref``), even for tens of
     # thousands of cases in one report.
@@ -227,7 +241,7 @@ def iter_case_rows(
             items.c.reason,
             items.c.expected_cents,
             items.c.actual_cents,
-            items.c.priority,
+            priority.label("priority"),
             items.c.refund_by,
             items.c.statement_entry_id,
         )
@@ -251,7 +265,7 @@ def iter_case_rows(
     if run_id is not None:
         stmt = stmt.where(cases.c.last_seen_run_id == run_id)
     if by_priority:
-        stmt = stmt.order_by(items.c.priority, cases.c.subject, cases.c.ref)
+        stmt = stmt.order_by(priority, cases.c.subject, cases.c.ref)
     else:
         stmt = stmt.order_by(cases.c.business_date, cases.c.id)
     if limit is not None:
@@ -301,6 +315,7 @@ def _described(
                     row.actual_cents,
                     row.refund_by,
                     ref=row.ref,
+                    today=as_of,
                 )
             ),
             **dict.fromkeys(REFERENCE_FIELDS),
@@ -330,8 +345,8 @@ def set_state(
         raise NoteRequired("resolving a case needs a note saying how it was resolved")
     if note is not None and len(note) > NOTE_MAX_LENGTH:
         raise ValueError(f"a note has at most {NOTE_MAX_LENGTH} characters")
-    case = session.get(ExceptionCase, case_id)
-    if case is None:
+    found = session.get(ExceptionCase, case_id)
+    if found is None:
         raise CaseNotFound(case_id)
     now = utcnow()
     session.add(
@@ -340,15 +355,15 @@ def set_state(
             action=ACTIONS[state],
             actor=(actor or command_line_actor())[:ACTOR_MAX_LENGTH],
             note=note,
-            previous_state=case.state,
+            previous_state=found.state,
             at=now,
         )
     )
-    case.state = state.value
+    found.state = state.value
     if note:
-        case.note = note
-    case.updated_at = now
-    return case
+        found.note = note
+    found.updated_at = now
+    return found
 
 
 def case_events(session: Session, case_id: int) -> list[CaseEvent]:

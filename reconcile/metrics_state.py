@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
+from reconcile.cases import priority_as_of
 from reconcile.db import UNAVAILABLE_ERRORS, session_scope, table_of
 from reconcile.logs import get_logger
 from reconcile.matching.judgement import DayVerdict
@@ -211,9 +212,11 @@ class DatabaseStateCollector(Collector):
 
     def _open_exceptions(self, session: Session) -> GaugeMetricFamily:
         cases, items = table_of(ExceptionCase), table_of(ReconciliationItem)
-        # The priority is what the case's latest run said of it (1 most urgent).
+        # As the lists people work from rank it: today, so that an alert on priority 1
+        # fires as money's last day to be refunded nears, not only on the day it came.
+        priority = priority_as_of(items, business_today())
         rows = session.execute(
-            select(cases.c.status, items.c.priority, func.count())
+            select(cases.c.status, priority, func.count())
             .select_from(cases)
             .outerjoin(
                 items,
@@ -222,7 +225,7 @@ class DatabaseStateCollector(Collector):
                 & (items.c.ref == cases.c.ref),
             )
             .where(cases.c.state.in_([state.value for state in CaseState.remaining()]))
-            .group_by(cases.c.status, items.c.priority)
+            .group_by(cases.c.status, priority)
         ).all()
         family = GaugeMetricFamily(
             "pixrecon_open_exceptions",

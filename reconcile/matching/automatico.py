@@ -18,13 +18,13 @@ from sqlmodel import Session
 
 from reconcile.db import table_of
 from reconcile.matching.context import RunContext
-from reconcile.matching.verdicts import EXCEPTION_PRIORITY
 from reconcile.models import (
     ExpectedPayment,
     ReconciliationItem,
     Recurrence,
     RecurringCharge,
 )
+from reconcile.priorities import EXCEPTION_PRIORITY
 from reconcile.timeutil import business_day_bounds
 
 # The BCB's retry policies: attempts allowed in all, and the days after the due date

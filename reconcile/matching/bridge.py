@@ -57,7 +57,7 @@ from reconcile.matching.payouts import (
     day_returns,
     latest_payouts,
 )
-from reconcile.matching.verdicts import COLUMNS, EXCEPTION_PRIORITY
+from reconcile.matching.verdicts import COLUMNS
 from reconcile.models import (
     Confirmation,
     InboxItem,
@@ -67,6 +67,7 @@ from reconcile.models import (
     ReconciliationItem,
     StatementEntry,
 )
+from reconcile.priorities import EXCEPTION_PRIORITY
 
 # (category, label, sign: +1 credit / -1 debit), in the order the report shows them.
 CATEGORIES: tuple[tuple[str, str, int], ...] = (

@@ -199,7 +199,13 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
         joined,
         verdicts,
         "notified, confirmed and booked",
-        expected=func.coalesce(p.c.confirmed_amount_cents, s.c.cents),
+        # What the provider stands behind: the API's amount where it contradicts the
+        # notification, else the statement's, so that a line booked with another amount
+        # shows that amount (for every agreeing Pix the three are equal).
+        expected=case(
+            (p.c.confirmation == Confirmation.AMOUNT_MISMATCH.value, p.c.confirmed_amount_cents),
+            else_=func.coalesce(s.c.cents, p.c.confirmed_amount_cents),
+        ),
         actual=p.c.amount_cents,
         source=source_of(webhooks, polls),
         inbox_item_id=func.coalesce(p.c.inbox_item_id, lost(inbox.c.id)),

@@ -26,6 +26,8 @@ from sqlmodel import Session
 from reconcile.db import table_of
 from reconcile.matching.context import RunContext
 from reconcile.models import ReconciliationItem
+from reconcile.priorities import EXCEPTION_PRIORITY
+from reconcile.priorities import refund_priority as priority_of_refund
 
 Verdict = tuple[ColumnElement[bool], str, bool, str]
 """(condition, status, is an exception, reason)"""
@@ -48,15 +50,11 @@ COLUMNS = (
     "priority",
     "duplicate_webhooks",
 )
-# Every exception is priority 2 but money near its refund deadline, which is 1.
-EXCEPTION_PRIORITY = 2
-URGENT_PRIORITY = 1
 
 
 def refund_priority(ctx: RunContext, deadline: date) -> int:
-    """Money that may have to go back comes first when its last day is near."""
-    urgent = (deadline - ctx.today).days <= ctx.judging.refund_warning_days
-    return URGENT_PRIORITY if urgent else EXCEPTION_PRIORITY
+    """Money that may have to go back comes first when its last day is near the day judged."""
+    return priority_of_refund(deadline, ctx.today, ctx.judging.refund_warning_days)
 
 
 def insert_verdicts(

@@ -8,6 +8,8 @@ from datetime import date, timedelta
 
 from sqlalchemy import Engine
 
+from reconcile.cases import case_rows
+from reconcile.db import session_scope
 from reconcile.matching.context import Judging
 from reconcile.nightly import reconcile_day
 from reconcile.timeutil import business_day_bounds
@@ -60,3 +62,43 @@ def test_a_refund_deadline_near_puts_the_money_first(engine: Engine) -> None:
         row = verdicts[("movement", refs[name])]
         assert (row.refund_by, row.priority) == (PAST + timedelta(days=5), 1), name
     assert verdicts[("movement", refs["unbooked"])].priority == 2
+
+
+def _work_queue(engine: Engine, today: date | None) -> dict[str, tuple[int | None, str]]:
+    with session_scope(engine) as session:
+        rows = case_rows(session, day=PAST, as_of=today, by_priority=True)
+    return {row["ref"]: (row["priority"], row["action"]) for row in rows}
+
+
+def test_the_work_queue_judges_the_deadline_as_of_today(engine: Engine) -> None:
+    """The day's report judges as of the day's end; the list a person works from judges
+    as of today: money left unrefunded comes first as its last day nears, and once that
+    day is past it can only be paid back."""
+    refs = _day(engine)
+    reconcile_day(engine, PAST, now=AFTER)
+    last_day = PAST + timedelta(days=90)
+    before, passed = "before 08/06/2026", "the time to refund it ended on 08/06/2026"
+    refundable = (refs["lower"], refs["unknown"])
+
+    as_reported = _work_queue(engine, None)
+    assert {ref: as_reported[ref][0] for ref in refundable} == dict.fromkeys(refundable, 2)
+    assert as_reported[refs["unknown"]][1].endswith(f"refund it {before}")
+
+    far = _work_queue(engine, last_day - timedelta(days=11))
+    assert far == as_reported
+
+    near = _work_queue(engine, last_day - timedelta(days=10))
+    assert {ref: near[ref][0] for ref in refundable} == dict.fromkeys(refundable, 1)
+    assert near[refs["unbooked"]][0] == 2
+    assert list(near)[:2] == sorted(refundable), "the urgent money comes first"
+    assert near[refs["unknown"]][1].endswith(f"refund it {before}")
+
+    late = _work_queue(engine, last_day + timedelta(days=1))
+    assert {ref: late[ref][0] for ref in refundable} == dict.fromkeys(refundable, 1)
+    assert late[refs["unknown"]][1] == (
+        "a payment of R$ 30,00 nobody notified: match it to an order, or pay it back to the "
+        f"payer with a new Pix: {passed}"
+    )
+    # An amount the API disputes is asked about first, deadline or not.
+    assert late[refs["lower"]][1] == as_reported[refs["lower"]][1]
+    assert _work_queue(engine, last_day)[refs["unknown"]][1].endswith(f"refund it {before}")

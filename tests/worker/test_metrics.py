@@ -11,7 +11,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 
 import httpx
@@ -34,6 +34,7 @@ from reconcile.models import (
     ReconciliationRun,
     ScheduledJob,
 )
+from reconcile.nightly import reconcile_day
 from reconcile.processing import process_items
 from reconcile.provider.transport import endpoint_label
 from reconcile.timeutil import business_day_bounds, business_today, utcnow
@@ -41,6 +42,7 @@ from sandbox.server import BackgroundServer
 from sandbox.state import SandboxProvider
 from tests.conftest import RunningNode, free_port, make_settings, wait_for
 from tests.factories import pix
+from tests.reconcile.day_book import DayBook
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -370,3 +372,16 @@ def test_provider_endpoints_are_templates_not_identifiers() -> None:
     assert endpoint_label("/cob/cobTx00000000000000000000001") == "/cob/{id}"
     assert endpoint_label("/webhookrec") == "/webhookrec"
     assert endpoint_label("/v1/payments/123?x=1") == "/v1/payments/{id}"
+
+
+def test_open_exceptions_rank_money_past_its_refund_deadline_first(engine: Engine) -> None:
+    """An alert on priority 1 fires for money whose last day to be refunded has come,
+    however long ago the day that raised it was judged."""
+    past = date(2026, 3, 10)
+    book = DayBook(engine, past)
+    book.line("PIX_RECEIVED", 3_000, "12:00", credit=True, endToEndId="E" + "9" * 31)
+    result = reconcile_day(engine, past, now=business_day_bounds(past)[1] + timedelta(hours=2))
+    assert [e["priority"] for e in result.report["exceptions"]] == [2]
+    samples = _collect(engine)
+    assert value(samples, "pixrecon_open_exceptions", status="missing_webhook", priority="1") == 1
+    assert value(samples, "pixrecon_open_exceptions", priority="2") == 0

@@ -1,0 +1,86 @@
+"""An exception's amounts and its action name each source's figure the right way round:
+``actual`` is what was notified, ``expected`` what the provider's API or statement stands
+behind, and the action a person reads says which is which. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, update
+from sqlmodel import col
+
+from reconcile.cases import case_rows
+from reconcile.db import session_scope
+from reconcile.models import Confirmation, PixReceived
+from reconcile.nightly import reconcile_day
+from reconcile.timeutil import business_day_bounds
+from tests.reconcile.day_book import DayBook
+
+PAST = date(2026, 3, 10)
+AFTER = business_day_bounds(PAST)[1] + timedelta(hours=2)
+
+
+def _cases(engine: Engine) -> dict[str, dict[str, Any]]:
+    reconcile_day(engine, PAST, now=AFTER)
+    with session_scope(engine) as session:
+        return {row["ref"]: row for row in case_rows(session, day=PAST)}
+
+
+def _shown(case: dict[str, Any]) -> tuple[str, int | None, int | None, str]:
+    return case["status"], case["expected_cents"], case["actual_cents"], case["action"]
+
+
+def test_pix_whose_sources_disagree_name_each_amount(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    booked_more = book.pix(2_000, "09:00")
+    api_says_more = book.pix(3_000, "10:00", polled=False)
+    book.confirm_all_pix()
+    with session_scope(engine) as session:
+        session.execute(
+            update(PixReceived)
+            .where(col(PixReceived.end_to_end_id) == api_says_more)
+            .values(confirmation=Confirmation.AMOUNT_MISMATCH.value, confirmed_amount_cents=3_500)
+        )
+    book.line("PIX_RECEIVED", 2_500, "09:01", credit=True, endToEndId=booked_more)
+    book.line("PIX_RECEIVED", 3_500, "10:01", credit=True, endToEndId=api_says_more)
+    unnotified = "E99999999202603101200nobodysaid01"
+    book.line("PIX_RECEIVED", 4_000, "12:00", credit=True, endToEndId=unnotified)
+
+    cases = _cases(engine)
+
+    assert _shown(cases[booked_more]) == (
+        "amount_mismatch",
+        2_500,
+        2_000,
+        "ask the provider: notified R$ 20,00, it stands behind R$ 25,00",
+    )
+    assert _shown(cases[api_says_more]) == (
+        "amount_mismatch",
+        3_500,
+        3_000,
+        "ask the provider: notified R$ 30,00, it stands behind R$ 35,00",
+    )
+    assert _shown(cases[unnotified]) == (
+        "missing_webhook",
+        4_000,
+        None,
+        "a payment of R$ 40,00 nobody notified: match it to an order, or refund it before "
+        "08/06/2026",
+    )
+
+
+def test_a_payout_debited_with_another_amount_names_both(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    book.transfer(book.payout_data("po-0310", 5_000, "10:00"))
+    book.line("PIX_PAYMENT", 5_500, "10:01", credit=False, idempotencyKey="po-0310")
+    book.confirm_all_movements()
+
+    cases = _cases(engine)
+
+    assert _shown(cases["po-0310"]) == (
+        "amount_mismatch",
+        5_500,
+        5_000,
+        "ask the provider why the statement debited R$ 55,00 for a payout notified as R$ 50,00",
+    )
