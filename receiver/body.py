@@ -119,6 +119,21 @@ def _text(body: bytes, charset: str | None) -> str:
         return body.decode("iso-8859-1")
 
 
+def _loads(text: str) -> Any:
+    # Numbers become Decimal so that 110.10 stays 110.10 (money is never float).
+    # ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON, though Python reads them: kept
+    # as their text they are an amount that cannot be read (flagged on the item), and the
+    # item's stored payload stays JSON that any reader parses.
+    try:
+        return json.loads(text, parse_float=Decimal, parse_constant=str)
+    except ValueError:
+        # An integer of more digits than Python converts by default (4,300) is valid JSON,
+        # and an amount too large to be money: read as a Decimal it is flagged, not
+        # refused. Tried only after a failure, so that the common body pays nothing; a
+        # body that is not JSON fails here too, with the parser's own message.
+        return json.loads(text, parse_float=Decimal, parse_int=Decimal, parse_constant=str)
+
+
 def parse_json(request: Request, body: bytes) -> Any:
     content_type = request.headers.get("content-type", "")
     media_type, _, params = content_type.partition(";")
@@ -137,8 +152,7 @@ def parse_json(request: Request, body: bytes) -> Any:
         return {}
     try:
         text = _text(body, charset)
-        # Numbers become Decimal so that 110.10 stays 110.10 (money is never float).
-        document = json.loads(text, parse_float=Decimal)
+        document = _loads(text)
     except RecursionError:
         raise Problem(400, "malformed-json", "JSON nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:

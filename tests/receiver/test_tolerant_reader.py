@@ -492,3 +492,40 @@ def test_a_status_in_lower_case_is_read_as_the_documented_one(sqlite_engine: Eng
     with session_scope(sqlite_engine) as session:
         status = session.execute(select(col(PixRefund.status))).scalar_one()
     assert status == "DEVOLVIDO"
+
+
+def _strict_json(text: str) -> Any:
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize(
+    "valor",
+    ["NaN", "Infinity", "-Infinity", "9" * 5_000],
+    ids=["nan", "infinity", "minus-infinity", "5000-digits"],
+)
+def test_numbers_python_reads_apart_from_json_are_unreadable_amounts_not_refusals(
+    sqlite_engine: Engine, valor: str
+) -> None:
+    """Python's parser reads NaN and Infinity, which JSON has not, and refuses integers of
+    more than 4,300 digits, which JSON allows: a Pix with its key and such an amount is
+    kept, flagged and stored as JSON any reader parses."""
+    e2e = e2e_id(7)
+    body = (
+        '{"pix": [{"endToEndId": "' + e2e + '", "horario": "2026-11-20T10:00:00-03:00", '
+        '"valor": ' + valor + "}]}"
+    )
+    with receiver(sqlite_engine) as client:
+        response = client.post(
+            "/webhooks/qrcode/pix", content=body, headers={"content-type": "application/json"}
+        )
+    assert response.status_code == 200, response.text
+    item = _items(sqlite_engine)[f"pix:{e2e}"]
+    assert [w["pointer"] for w in json.loads(item.warnings or "[]")] == ["/valor"]
+    assert _strict_json(item.payload)["endToEndId"] == e2e
+    assert _process_pending(sqlite_engine) == []
+    with session_scope(sqlite_engine) as session:
+        received = session.execute(select(PixReceived)).scalar_one()
+    assert received.amount_cents is None
