@@ -47,6 +47,15 @@ def pointer(parts: Iterable[str | int]) -> str:
 KEY_UNPADDED = "a business key without surrounding whitespace (read without it)"
 
 
+def key_renamed(documented: str) -> str:
+    return f"the business key under its documented name, {documented} (read from this one)"
+
+
+def _spelling(name: str) -> str:
+    """A field name as senders vary it: case, underscores, surrounding whitespace."""
+    return name.strip().replace("_", "").casefold()
+
+
 def _always(_value: Any) -> bool:
     return True
 
@@ -282,15 +291,41 @@ class Tolerant(BaseModel):
         what is between, and a retry without the padding is the same item."""
         if not isinstance(data, dict) or not cls.KEYS:
             return data, []
+        warnings: list[ItemWarning] = []
+        if any(name not in data for name in cls.KEYS):
+            data, warnings = cls._renamed_keys(data)
         padded = [
             name
             for name in cls.KEYS
             if isinstance(data.get(name), str) and data[name] != data[name].strip()
         ]
         if not padded:
-            return data, []
+            return data, warnings
         trimmed = {**data, **{name: data[name].strip() for name in padded}}
-        return trimmed, [ItemWarning(pointer([name]), KEY_UNPADDED) for name in padded]
+        return trimmed, [
+            *warnings,
+            *(ItemWarning(pointer([name]), KEY_UNPADDED) for name in padded),
+        ]
+
+    @classmethod
+    def _renamed_keys(cls, data: dict[str, Any]) -> tuple[dict[str, Any], list[ItemWarning]]:
+        """A key field missing under its documented name but present under another spelling
+        of it (``endtoendid``, ``EndToEndID``, ``end_to_end_id``) is read from there: the
+        key is as readable as ever, and refusing the delivery would have the provider
+        disable the webhook. Only when the documented name is absent, so the common
+        delivery pays one look-up per key field."""
+        wanted = {_spelling(name): name for name in cls.KEYS if name not in data}
+        found = {
+            wanted[_spelling(given)]: given
+            for given in data
+            if isinstance(given, str) and _spelling(given) in wanted
+        }
+        if not found:
+            return data, []
+        renamed = {**data, **{name: data[given] for name, given in found.items()}}
+        return renamed, [
+            ItemWarning(pointer([given]), key_renamed(name)) for name, given in found.items()
+        ]
 
     @classmethod
     def _without_unreadable(

@@ -529,3 +529,29 @@ def test_numbers_python_reads_apart_from_json_are_unreadable_amounts_not_refusal
     with session_scope(sqlite_engine) as session:
         received = session.execute(select(PixReceived)).scalar_one()
     assert received.amount_cents is None
+
+
+@pytest.mark.parametrize("name", ["endtoendid", "EndToEndID", "end_to_end_id", " endToEndId "])
+def test_a_key_under_another_spelling_of_its_name_is_read_and_flagged(
+    sqlite_engine: Engine, name: str
+) -> None:
+    """The key is as readable under ``endtoendid`` as under ``endToEndId``: refusing the
+    delivery would count towards the provider disabling the webhook."""
+    e2e = e2e_id(8)
+    body = {"pix": [{name: e2e, "valor": "10.00", "horario": "2026-11-20T10:00:00-03:00"}]}
+    with receiver(sqlite_engine) as client:
+        response = client.post("/webhooks/qrcode/pix", json=body)
+    assert response.status_code == 200, response.text
+    item = _items(sqlite_engine)[f"pix:{e2e}"]
+    assert json.loads(item.warnings or "[]") == [
+        {
+            "pointer": "/" + name,
+            "expected": "the business key under its documented name, endToEndId (read from "
+            "this one)",
+        }
+    ]
+    assert json.loads(item.payload)[name] == e2e, "the payload is kept as it came"
+    assert _process_pending(sqlite_engine) == []
+    with session_scope(sqlite_engine) as session:
+        received = session.execute(select(PixReceived)).scalar_one()
+    assert (received.end_to_end_id, received.amount_cents) == (e2e, 1000)
