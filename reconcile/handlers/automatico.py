@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from datetime import date
 from typing import Any
 
 from sqlmodel import Session
@@ -12,20 +11,13 @@ from reconcile.handlers.common import parse_payload, require_key, upsert_latest,
 from reconcile.models import InboxItem, Recurrence, RecurringCharge
 from reconcile.money import InvalidAmount, parse_amount, to_cents
 from reconcile.payloads import UNKNOWN_STATUS
-from reconcile.payloads.automatico import CobRNotification, RecNotification
+from reconcile.payloads.automatico import CobRNotification, RecNotification, read_date
 from reconcile.payloads.tolerant import read_timestamp
 
 
 def _millis(raw: str) -> int:
     when = read_timestamp(raw)
     return int(when.timestamp() * 1000) if when is not None else 0
-
-
-def _date(value: Any) -> date | None:
-    try:
-        return date.fromisoformat(value[:10]) if isinstance(value, str) else None
-    except ValueError:
-        return None
 
 
 def calendar_of(raw: dict[str, Any]) -> dict[str, Any]:
@@ -36,7 +28,7 @@ def calendar_of(raw: dict[str, Any]) -> dict[str, Any]:
     calendario = raw.get("calendario")
     if isinstance(calendario, dict):
         for column, name in (("start_date", "dataInicial"), ("end_date", "dataFinal")):
-            if (when := _date(calendario.get(name))) is not None:
+            if (when := read_date(calendario.get(name))) is not None:
                 found[column] = when
         periodicity = calendario.get("periodicidade")
         if isinstance(periodicity, str) and 0 < len(periodicity) <= 16:

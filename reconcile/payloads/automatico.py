@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from pydantic import Field
 
 from reconcile.inbox import NewItem
 from reconcile.models import ItemKind
-from reconcile.payloads import UNKNOWN_STATUS, Tolerant, one_of, timestamp
+from reconcile.money import InvalidAmount, parse_amount, to_cents
+from reconcile.payloads import UNKNOWN_STATUS, Expect, Tolerant, one_of, timestamp
 from reconcile.payloads.items import (
     Refusal,
     Unsplittable,
@@ -24,6 +26,49 @@ from reconcile.payloads.tolerant import read_timestamp
 REC_STATUSES = ("CRIADA", "APROVADA", "REJEITADA", "EXPIRADA", "CANCELADA")
 COBR_STATUSES = ("CRIADA", "ATIVA", "CONCLUIDA", "EXPIRADA", "REJEITADA", "CANCELADA")
 ATTEMPT_STATUSES = ("SOLICITADA", "AGENDADA", "PAGA", "CANCELADA", "REJEITADA", "EXPIRADA")
+PERIODICITIES = ("SEMANAL", "MENSAL", "TRIMESTRAL", "SEMESTRAL", "ANUAL")
+
+
+def read_date(value: Any) -> date | None:
+    """A calendar date (``2026-03-02``, or the date part of a date-time)."""
+    try:
+        return date.fromisoformat(value[:10]) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _calendar_is_readable(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    dates = all(
+        value.get(name) is None or read_date(value[name]) is not None
+        for name in ("dataInicial", "dataFinal")
+    )
+    periodicity = value.get("periodicidade")
+    known = periodicity is None or (
+        isinstance(periodicity, str) and periodicity.strip().upper() in PERIODICITIES
+    )
+    return dates and known
+
+
+def _amount_is_readable(value: Any) -> bool:
+    if not isinstance(value, dict) or value.get("valorRec") is None:
+        return isinstance(value, dict)
+    try:
+        to_cents(parse_amount(value["valorRec"]))
+    except InvalidAmount:
+        return False
+    return True
+
+
+# The recurrence's calendar and amount decide which cycles are due (missed_cycle): one that
+# cannot be read is kept as it came, and flagged rather than silently left out.
+CALENDAR = Expect(
+    "an object with dataInicial and dataFinal as dates (YYYY-MM-DD) and periodicidade one "
+    "of " + ", ".join(PERIODICITIES),
+    _calendar_is_readable,
+)
+REC_AMOUNT = Expect('an object whose valorRec is an amount, such as "35.00"', _amount_is_readable)
 
 
 class Atualizacao(Tolerant):
@@ -36,7 +81,11 @@ class Atualizacao(Tolerant):
 
 class RecNotification(Tolerant):
     KEYS = ("idRec",)
-    EXPECT = {"status": one_of(*REC_STATUSES, required=True)}
+    EXPECT = {
+        "status": one_of(*REC_STATUSES, required=True),
+        "calendario": CALENDAR,
+        "valor": REC_AMOUNT,
+    }
 
     idRec: str | None = Field(default=None, min_length=1, max_length=35)
     status: str | None = Field(default=None, min_length=1, max_length=32)

@@ -10,6 +10,7 @@ from pydantic import Field, SkipValidation
 
 from reconcile.inbox import NewItem, dump_json
 from reconcile.models import ItemKind
+from reconcile.money import InvalidAmount, parse_amount
 from reconcile.payloads import (
     AMOUNT,
     UNKNOWN_STATUS,
@@ -113,6 +114,25 @@ def _refund_slots(schema: dict[str, Any]) -> None:
     )
 
 
+# The parts of ``valor`` as the BCB names them; a due-date charge is judged on them.
+COMPONENTS = ("original", "multa", "juros", "abatimento", "desconto")
+
+
+def _components_are_readable(value: Any) -> bool:
+    if not isinstance(value, dict) or not isinstance(value.get("original"), dict):
+        return False
+    try:
+        for name in COMPONENTS:
+            part = value.get(name)
+            if part is not None and not isinstance(part, dict):
+                return False
+            if part is not None and part.get("valor") is not None:
+                parse_amount(part["valor"])
+    except InvalidAmount:
+        return False
+    return True
+
+
 class PixItem(Tolerant):
     """One Pix of a BCB ``WebhookPixBody`` (``pix[]``)."""
 
@@ -124,6 +144,12 @@ class PixItem(Tolerant):
         "devolucoes": Expect(
             "an array of refunds or one refund object",
             lambda value: isinstance(value, list | dict),
+        ),
+        # Kept as it came either way; flagged, since a due-date charge read from a breakdown
+        # that cannot be read is judged on its terms alone (reconcile.matching.amount_due).
+        "componentesValor": Expect(
+            'an object with original and the other parts of valor, each {"valor": "10.00"}',
+            _components_are_readable,
         ),
     }
 

@@ -555,3 +555,63 @@ def test_a_key_under_another_spelling_of_its_name_is_read_and_flagged(
     with session_scope(sqlite_engine) as session:
         received = session.execute(select(PixReceived)).scalar_one()
     assert (received.end_to_end_id, received.amount_cents) == (e2e, 1000)
+
+
+MONTHLY = {"dataInicial": "2026-03-02", "periodicidade": "MENSAL"}
+AMOUNT = {"valorRec": "35.00"}
+
+
+@pytest.mark.parametrize(
+    ("calendario", "valor", "flagged"),
+    [
+        (MONTHLY, AMOUNT, []),
+        ({**MONTHLY, "dataInicial": "2026-02-30"}, AMOUNT, ["/calendario"]),
+        ({**MONTHLY, "dataFinal": "never"}, AMOUNT, ["/calendario"]),
+        ({**MONTHLY, "periodicidade": "QUINZENAL"}, None, ["/calendario"]),
+        ("mensal", {"valorRec": "abc"}, ["/calendario", "/valor"]),
+        (None, "35.00", ["/valor"]),
+    ],
+    ids=["readable", "no-such-date", "unreadable-end", "unknown-periodicity", "both", "bare"],
+)
+def test_a_recurrence_calendar_or_amount_that_cannot_be_read_is_flagged(
+    sqlite_engine: Engine, calendario: Any, valor: Any, flagged: list[str]
+) -> None:
+    """They decide which cycles of a recurrence are due: left out silently, a missed
+    cycle would go unnoticed with nothing to say why."""
+    rec: dict[str, Any] = {"idRec": "RR1234567820261127000000000x01", "status": "APROVADA"}
+    rec["atualizacao"] = [{"status": "APROVADA", "data": "2026-03-02T10:00:00-03:00"}]
+    if calendario is not None:
+        rec["calendario"] = calendario
+    if valor is not None:
+        rec["valor"] = valor
+    with receiver(sqlite_engine) as client:
+        response = client.post("/webhooks/qrcode/rec", json={"recs": [rec]})
+    assert response.status_code == 200, response.text
+    (item,) = _items(sqlite_engine).values()
+    assert [w["pointer"] for w in json.loads(item.warnings or "[]")] == flagged
+    assert _process_pending(sqlite_engine) == []
+
+
+@pytest.mark.parametrize(
+    ("components", "flagged"),
+    [
+        ({"original": {"valor": "100.00"}, "juros": {"valor": "2.50"}}, []),
+        ({"original": "x", "juros": {"valor": "abc"}}, ["/componentesValor"]),
+        ({"original": {"valor": "100.00"}, "desconto": {"valor": "dez"}}, ["/componentesValor"]),
+        ("100.00", ["/componentesValor"]),
+    ],
+    ids=["readable", "original-not-an-object", "unreadable-part", "not-an-object"],
+)
+def test_a_breakdown_of_the_amount_that_cannot_be_read_is_flagged(
+    sqlite_engine: Engine, components: Any, flagged: list[str]
+) -> None:
+    """A due-date charge is judged on the Pix's componentesValor: one that cannot be read
+    is kept as it came and flagged, not passed over in silence."""
+    e2e = e2e_id(9)
+    body = {"pix": [pix(e2e=e2e, valor="102.50", componentesValor=components)]}
+    with receiver(sqlite_engine) as client:
+        response = client.post("/webhooks/qrcode/pix", json=body)
+    assert response.status_code == 200, response.text
+    item = _items(sqlite_engine)[f"pix:{e2e}"]
+    assert [w["pointer"] for w in json.loads(item.warnings or "[]")] == flagged
+    assert _process_pending(sqlite_engine) == []
