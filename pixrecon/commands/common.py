@@ -267,6 +267,18 @@ def setting_problems(exc: ValidationError) -> list[str]:
         if problem["type"] == "setting_missing":  # no value to show: its absence is the error
             lines.append(f"{name} is {escape(said)}")
             continue
-        value = repr(problem.get("input"))
+        value = _shown_value(name, problem.get("input"))
         lines.append(f"{name}={escape(value)}: {escape(said)}")
     return lines
+
+
+# Settings whose value must never reach a terminal, a log or a CI transcript, even when it
+# is wrong: a short secret is still the secret in use somewhere.
+_SECRET_WORDS = ("SECRET", "PASSWORD", "TOKEN", "USERS", "KEY")
+
+
+def _shown_value(name: str, value: object) -> str:
+    if any(word in name.upper() for word in _SECRET_WORDS):
+        size = len(value) if isinstance(value, str) else None
+        return f"(hidden, {size} characters)" if size is not None else "(hidden)"
+    return repr(value)

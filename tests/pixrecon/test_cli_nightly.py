@@ -186,3 +186,14 @@ def test_a_setting_it_cannot_take_is_one_line_and_exit_two(tmp_path: Path) -> No
     assert result.returncode == 2
     assert "PIXRECON_CONFIRM_POLICY='maybe'" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_a_secret_it_cannot_take_is_named_but_never_shown(tmp_path: Path) -> None:
+    """A wrong secret is still somebody's secret: the line names the variable and what it
+    must be, never its value."""
+    secret = "short-but-real-Secret"
+    env = clean_env(database_url=f"sqlite:///{tmp_path / 'x.db'}", dashboard_secret=secret)
+    result = run_pixrecon("reconcile", "--date", _today(), env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"PIXRECON_DASHBOARD_SECRET=(hidden, {len(secret)} characters)" in result.stderr
+    assert secret not in result.stderr + result.stdout
