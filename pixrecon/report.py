@@ -223,6 +223,11 @@ def print_report(result: NightlyResult, console: Console) -> None:
         f"[bold]Reconciliation of {br_date(report['date'])}[/] (run {result.run_id}, "
         f"as of {sp_time(report['as_of'])} São Paulo time)"
     )
+    if report.get("provisional"):
+        console.print(
+            "[yellow]The day is not over: this answer is provisional. Run it again after "
+            "midnight (São Paulo) for the day's own.[/]"
+        )
     console.print(*_counts(report))
     console.print(_bridge(report))
     med = report["med"]

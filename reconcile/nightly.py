@@ -323,6 +323,8 @@ def reconcile_day(
                 "verdict": verdict.value,
                 "exit_code": verdict.exit_code,
                 "as_of": ctx.as_of.isoformat(),
+                # Judged before the day ended: the same run later may answer otherwise.
+                "provisional": ctx.as_of < ctx.end,
                 "incomplete_because": incomplete,
                 "counts": movements,
                 "deliveries": deliveries,

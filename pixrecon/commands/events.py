@@ -209,8 +209,8 @@ def events_replay(
     carrying a reference. Processed items are skipped (a replay never does an effect twice);
     every replay, dry runs too, is recorded with who, when and how many.
 
-    Exit codes: 0 replayed (or nothing matched); 1 ID is processed and --force was not
-    given; 2 bad options, unknown ID, or the database is unreachable."""
+    Exit codes: 0 replayed (or nothing matched); 2 ID is processed and --force was not
+    given, bad options, unknown ID, or the database is unreachable."""
     from reconcile.cases import command_line_actor
     from reconcile.replay import NothingSelected, Selection, replay_items
 
@@ -234,8 +234,7 @@ def events_replay(
     if result.refused is not None:
         raise fail(
             f"item {item_id} was already processed: replaying it would do nothing new "
-            "(use --force to run it again anyway)",
-            code=1,
+            "(use --force to run it again anyway)"
         )
     sent = _send(settings, engine, result.flipped) if result.flipped else ""
     rows = [

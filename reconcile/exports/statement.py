@@ -25,7 +25,6 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Engine, Select, String, and_, case, func, literal, or_, select
 from sqlalchemy.sql import FromClause
-from sqlmodel import Session
 
 from reconcile.db import session_scope, table_of
 from reconcile.exports.table import CHUNK, BalanceUnknown, Row, Table
@@ -38,8 +37,8 @@ from reconcile.matching.context import (
     REFUND_SENT,
     RunContext,
 )
-from reconcile.matching.totals import balance_drift
-from reconcile.models import BalanceSnapshot, StatementEntry
+from reconcile.matching.totals import balance_before, balance_drift, chain_order
+from reconcile.models import StatementEntry
 from reconcile.timeutil import as_utc, business_day_bounds, utcnow
 
 # Categories whose entry is the movement its endToEndId names.
@@ -188,16 +187,41 @@ def _lines_of(day: date, entry: Any, repeated: bool) -> list[StatementLine]:
     return [main, netted]
 
 
+def _as_booked(group: list[Any]) -> list[Any]:
+    """Entries booked at one instant, in the order their running balances chain (a fee
+    after the credit it was taken from), whichever order they were stored in."""
+    if len(group) < 2 or any(entry.balance_after_cents is None for entry in group):
+        return group
+    order = chain_order(
+        [
+            (
+                int(entry.balance_after_cents),
+                entry.amount_cents if entry.type == CREDIT else -entry.amount_cents,
+            )
+            for entry in group
+        ]
+    )
+    return group if order is None else [group[n] for n in order]
+
+
 def statement_lines(engine: Engine, day: date) -> Iterator[StatementLine]:
-    """The day's lines by booking time, read in chunks of ``CHUNK`` entries."""
+    """The day's lines by booking time, read in chunks of ``CHUNK`` entries; lines booked
+    at the same instant in the order their running balances chain."""
     repeated = _repeated(engine, day)
     after: tuple[datetime, int] | None = None
+    group: list[Any] = []
     while True:
         with session_scope(engine) as session:
             chunk = session.execute(_chunk(day, after)).all()
         for entry in chunk:
-            yield from _lines_of(day, entry, entry.entry_id in repeated)
+            if group and entry.booked_at != group[0].booked_at:
+                for booked in _as_booked(group):
+                    yield from _lines_of(day, booked, booked.entry_id in repeated)
+                group = []
+            group.append(entry)
         if len(chunk) < CHUNK:
+            for booked in _as_booked(group):
+                yield from _lines_of(day, booked, booked.entry_id in repeated)
             return
         after = (chunk[-1].booked_at, chunk[-1].id)
 
@@ -209,34 +233,6 @@ def statement_table(engine: Engine, day: date) -> Table:
         columns=STATEMENT_COLUMNS,
         rows=(line.row() for line in lines),
     )
-
-
-def _known_before(session: Session, instant: datetime) -> int | None:
-    """The latest balance known before ``instant``: a balance reading, or the running
-    balance after an earlier statement line, whichever is newer."""
-    S, B = table_of(StatementEntry), table_of(BalanceSnapshot)
-    found = [
-        row
-        for row in (
-            session.execute(
-                select(B.c.taken_at, B.c.available_cents)
-                .where(B.c.taken_at <= instant)
-                .order_by(B.c.taken_at.desc())
-                .limit(1)
-            ).first(),
-            session.execute(
-                select(S.c.booked_at, S.c.balance_after_cents)
-                .where(S.c.booked_at < instant, S.c.balance_after_cents.is_not(None))
-                .order_by(S.c.booked_at.desc(), S.c.id.desc())
-                .limit(1)
-            ).first(),
-        )
-        if row is not None
-    ]
-    if not found:
-        return None
-    _, cents = max(found, key=lambda row: as_utc(row[0]))
-    return int(cents)
 
 
 def day_balance(engine: Engine, day: date, now: datetime | None = None) -> DayBalance:
@@ -251,13 +247,15 @@ def day_balance(engine: Engine, day: date, now: datetime | None = None) -> DayBa
     with session_scope(engine) as session:
         balance = balance_drift(session, RunContext.for_day(0, day, now, statement_known=True))
         opening, closing = balance["opening_cents"], balance["closing_cents"]
-        if closing is None:
-            opening = _known_before(session, start)
+        if balance["drift_cents"] is None:
+            # No line of the day carries a running balance (or there is none): the
+            # newest balance known before the day, and before its end, plus its lines.
+            opening = balance_before(session, start)
             lines, change = session.execute(
                 select(func.count(), func.coalesce(func.sum(signed), 0)).where(_of_day(day))
             ).one()
             if not lines:
-                closing = _known_before(session, end)
+                closing = balance_before(session, end)
             elif opening is not None:
                 closing = opening + int(change)
     if closing is None:

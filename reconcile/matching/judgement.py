@@ -91,6 +91,11 @@ def annotate_pending(session: Session, ctx: RunContext) -> None:
         )
         .values(due_at=ctx.statement_end)
     )
+    if ctx.as_of >= ctx.end:
+        # The day is over and judged at its end: a look-up still inside its grace period
+        # then (notified late in the day, or after it) stays pending in every later run of
+        # the day until the provider answers, so no time can be promised for the break.
+        return
     grace = ctx.judging.grace
     for model, stamp in (
         (PixReceived, "created_at"),

@@ -134,6 +134,7 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
     booked = s.c.e2e.is_not(None)
     pending = p.c.confirmation == Confirmation.PENDING.value
     refunded_cents = func.coalesce(refunded.c.cents, 0)
+    disputed = p.c.confirmation == Confirmation.AMOUNT_MISMATCH.value
     verdicts: list[Verdict] = [
         (
             and_(p.c.e2e.is_(None), earlier.c.e2e.is_not(None)),
@@ -212,8 +213,14 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
         statement_id=s.c.sid,
         where=or_(p.c.e2e.is_not(None), s.c.booked < ctx.end),
         carried=carried(p.c.e2e, s.c.booked, ctx, earlier.c.e2e.is_not(None)),
+        # Only money the provider stands behind: what its API states where it contradicts
+        # the notification, nothing for a Pix it does not know (yet), so that an export's
+        # net column never books a forged or unconfirmed Pix.
         net=case(
             (p.c.e2e.is_(None), null()),
+            (and_(disputed, refunded_cents >= p.c.confirmed_amount_cents), 0),
+            (disputed, p.c.confirmed_amount_cents - refunded_cents),
+            (p.c.confirmation.not_in(Confirmation.counted()), null()),
             (refunded_cents >= p.c.amount_cents, 0),
             else_=p.c.amount_cents - refunded_cents,
         ),

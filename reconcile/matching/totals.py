@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import ColumnElement, and_, case, func, select
+from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
 from reconcile.db import table_of
@@ -16,6 +17,7 @@ from reconcile.models import (
     BalanceSnapshot,
     StatementEntry,
 )
+from reconcile.timeutil import as_utc
 
 
 def _cents(value: Any) -> int:
@@ -44,24 +46,76 @@ def _chain_ends(lines: Sequence[tuple[int, int]]) -> tuple[int, int]:
     return first_after - first_signed, last_after
 
 
+def chain_order(lines: Sequence[tuple[int, int]]) -> list[int] | None:
+    """The order the provider applied lines booked at the same instant, as indexes into
+    ``lines`` ((balance after, signed amount) each): each line's balance before it is the
+    balance after the one before. ``None`` when they do not form one chain."""
+    by_before: dict[int, list[int]] = {}
+    for n, (after, signed) in enumerate(lines):
+        by_before.setdefault(after - signed, []).append(n)
+    afters = {after for after, _ in lines}
+    starts = [n for n, (after, signed) in enumerate(lines) if after - signed not in afters]
+    if len(starts) != 1:
+        return None
+    order, at = [starts[0]], lines[starts[0]][0]
+    placed = {starts[0]}
+    while len(order) < len(lines):
+        following = [n for n in by_before.get(at, []) if n not in placed]
+        if len(following) != 1:
+            return None
+        order.append(following[0])
+        placed.add(following[0])
+        at = lines[following[0]][0]
+    return order
+
+
+def _signed(S: FromClause) -> ColumnElement[int]:
+    return case((S.c.type == "CREDIT", S.c.amount_cents), else_=-S.c.amount_cents)
+
+
+def _lines_at(
+    session: Session, where: ColumnElement[bool], instant: datetime
+) -> list[tuple[int, int]]:
+    """(balance after, signed amount) of the lines booked at ``instant``, in our order."""
+    S = table_of(StatementEntry)
+    rows = session.execute(
+        select(S.c.balance_after_cents, _signed(S))
+        .where(where, S.c.booked_at == instant)
+        .order_by(S.c.id)
+    )
+    return [(int(after), int(amount)) for after, amount in rows]
+
+
+def balance_before(session: Session, instant: datetime) -> int | None:
+    """The latest balance known before ``instant``: a balance reading, or the running
+    balance after the statement's last line booked before it, whichever is newer."""
+    S, B = table_of(StatementEntry), table_of(BalanceSnapshot)
+    reading = session.execute(
+        select(B.c.taken_at, B.c.available_cents)
+        .where(B.c.taken_at <= instant)
+        .order_by(B.c.taken_at.desc())
+        .limit(1)
+    ).first()
+    earlier = and_(S.c.booked_at < instant, S.c.balance_after_cents.is_not(None))
+    last_at = session.execute(select(func.max(S.c.booked_at)).where(earlier)).scalar()
+    if last_at is not None and (reading is None or as_utc(last_at) > as_utc(reading[0])):
+        _, after = _chain_ends(_lines_at(session, earlier, last_at))
+        return after
+    return None if reading is None else int(reading[1])
+
+
 def balance_drift(session: Session, ctx: RunContext) -> dict[str, Any]:
     """opening + credits - debits - closing, from the statement's running balance and
     the balance readings. Non-zero means lines are missing from what was polled (or the
     provider's books disagree with themselves)."""
     S, B = table_of(StatementEntry), table_of(BalanceSnapshot)
-    signed = case((S.c.type == "CREDIT", S.c.amount_cents), else_=-S.c.amount_cents)
     with_balance = and_(ctx.within(S.c.booked_at), S.c.balance_after_cents.is_not(None))
     first_at, last_at = session.execute(
         select(func.min(S.c.booked_at), func.max(S.c.booked_at)).where(with_balance)
     ).one()
 
     def lines_at(instant: datetime) -> list[tuple[int, int]]:
-        rows = session.execute(
-            select(S.c.balance_after_cents, signed)
-            .where(with_balance, S.c.booked_at == instant)
-            .order_by(S.c.id)
-        )
-        return [(int(after), int(amount)) for after, amount in rows]
+        return _lines_at(session, with_balance, instant)
 
     opening_reading = session.execute(
         select(B.c.available_cents)
@@ -76,11 +130,19 @@ def balance_drift(session: Session, ctx: RunContext) -> dict[str, Any]:
         ).where(ctx.within(S.c.booked_at))
     ).one()
     if first_at is None or last_at is None:
+        # No running balance to check against: the balance closes where the newest known
+        # before the day left it, moved by the day's lines (none on a quiet day, which
+        # has no reading of its own and still closes).
+        opening = balance_before(session, ctx.start)
+        moved = _cents(credits) - _cents(debits)
+        quiet = not credits and not debits
         return {
-            "opening_cents": opening_reading,
-            "closing_cents": None,
+            "opening_cents": opening,
+            "closing_cents": None if opening is None else opening + moved,
             "drift_cents": None,
-            "note": "no statement lines for the day",
+            "note": "no statement lines for the day"
+            if quiet
+            else "the day's statement lines carry no running balance",
         }
     statement_opening, _ = _chain_ends(lines_at(first_at))
     _, closing = _chain_ends(lines_at(last_at))

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
+from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -62,6 +63,7 @@ def test_a_clean_day_exits_zero_with_the_documented_json(
     assert {"date", "counts", "charges", "totals", "balance_drift_cents"} <= report.keys()
     assert report["date"] == _today()
     assert report["verdict"] == "reconciled", report
+    assert report["provisional"] is True, "today is not over"
     assert report["bridge"]["residual_cents"] == 0
     assert report["charges"] == {"paid": 1}
     # Found by polling, nothing notified them: counted, not exceptions.
@@ -197,3 +199,15 @@ def test_a_secret_it_cannot_take_is_named_but_never_shown(tmp_path: Path) -> Non
     assert result.returncode == 2
     assert f"PIXRECON_DASHBOARD_SECRET=(hidden, {len(secret)} characters)" in result.stderr
     assert secret not in result.stderr + result.stdout
+
+
+def test_a_day_still_going_says_its_answer_is_provisional(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    today = run_pixrecon("reconcile", "--date", _today(), env=env, cwd=tmp_path)
+    assert "The day is not over: this answer is provisional." in today.stdout
+    yesterday = (date.fromisoformat(_today()) - timedelta(days=1)).isoformat()
+    over = run_pixrecon("reconcile", "--date", yesterday, "--format", "json", env=env, cwd=tmp_path)
+    assert json.loads(over.stdout)["provisional"] is False
+    text = run_pixrecon("reconcile", "--date", yesterday, env=env, cwd=tmp_path)
+    assert "provisional" not in text.stdout

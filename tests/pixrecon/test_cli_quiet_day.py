@@ -45,6 +45,24 @@ def test_a_day_not_begun_is_refused_and_leaves_nothing(env: dict[str, str], tmp_
     assert f"--date {tomorrow} has not begun yet" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert _runs(tmp_path) == 0
+    # Nor is its statement exported: it would state today's balance as that day's.
+    out = tmp_path / "tomorrow.ofx"
+    exported = run_pixrecon(
+        "export",
+        "--date",
+        tomorrow,
+        "--kind",
+        "statement",
+        "--format",
+        "ofx",
+        "-o",
+        str(out),
+        env=env,
+        cwd=tmp_path,
+    )
+    assert exported.returncode == 2, exported.stdout
+    assert f"--date {tomorrow} has not begun yet" in exported.stderr
+    assert not out.exists()
 
 
 def test_a_quiet_day_is_reconciled_only_once_its_statement_was_read(

@@ -8,11 +8,14 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from sqlalchemy import Engine
 
 from reconcile.db import session_scope
+from reconcile.exports.statement import statement_lines
 from reconcile.matching.context import RunContext
-from reconcile.matching.totals import balance_drift
+from reconcile.matching.totals import balance_drift, chain_order
 from reconcile.models import InboxItem, StatementEntry
 from reconcile.timeutil import business_day_bounds
 
@@ -89,3 +92,50 @@ def test_a_line_missing_from_what_was_polled_shows_as_drift(engine: Engine) -> N
 
     # opening + credits - debits - closing: the 4.00 credit the statement lacks.
     assert _drift(engine)["drift_cents"] == -4_00
+
+
+def test_a_quiet_day_closes_where_the_statement_left_the_balance(engine: Engine) -> None:
+    """No line on the day and no balance reading before it: the last line booked before
+    the day says where the balance stood, and nothing moved it."""
+    day_before = START - timedelta(hours=5)
+    _store(engine, _ledger(1_000_00, [250_00, -40_00, 7_00], [day_before] * 3))
+
+    report = _drift(engine)
+
+    assert (report["opening_cents"], report["closing_cents"]) == (1_217_00, 1_217_00)
+    assert report["drift_cents"] is None
+
+
+def test_a_day_with_no_line_and_no_balance_known_has_none(engine: Engine) -> None:
+    report = _drift(engine)
+    assert (report["opening_cents"], report["closing_cents"]) == (None, None)
+
+
+@given(
+    st.lists(
+        st.integers(min_value=-50_000, max_value=50_000).filter(bool), min_size=2, max_size=30
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_lines_of_one_instant_are_put_back_in_the_order_the_provider_booked_them(
+    amounts: list[int], rng: random.Random
+) -> None:
+    balances = [1_000_000 + sum(amounts[: n + 1]) for n in range(len(amounts))]
+    assume(len(set(balances)) == len(balances) and 1_000_000 not in balances)
+    lines = list(zip(balances, amounts, strict=True))
+    shuffled = list(range(len(lines)))
+    rng.shuffle(shuffled)
+    order = chain_order([lines[n] for n in shuffled])
+    assert order is not None
+    assert [shuffled[n] for n in order] == list(range(len(lines)))
+
+
+def test_the_statement_export_shows_a_fee_after_the_credit_it_came_from(engine: Engine) -> None:
+    """Stored fee first (workers store in any order), exported as booked: the running
+    balance never goes back."""
+    at = START + timedelta(hours=10)
+    credit, fee = _ledger(2_500_00, [99_90, -99], [at, at])
+    _store(engine, [fee, credit])
+    lines = list(statement_lines(engine, DAY))
+    assert [line.entry_id for line in lines] == [credit["entry_id"], fee["entry_id"]]
+    assert [line.balance_after_cents for line in lines] == [2_599_90, 2_598_91]

@@ -52,6 +52,26 @@ def _clean_day(book: DayBook) -> str:
     return e2e
 
 
+def test_a_quiet_day_after_a_busy_one_closes_at_the_balance_it_opened_with(
+    engine: Engine,
+) -> None:
+    """Nothing moved, by the statement read over the day: its bridge closes at the balance
+    the day before left, with a residual of 0, not a bridge of dashes signed off."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    quiet = PAST + timedelta(days=1)
+    result = reconcile_day(
+        engine,
+        quiet,
+        now=business_day_bounds(quiet)[1] + timedelta(hours=2),
+        sources=Sources(statement_read=True),
+    )
+    bridge = result.report["bridge"]
+    assert (bridge["opening_cents"], bridge["closing_cents"]) == (book.balance, book.balance)
+    assert bridge["residual_cents"] == 0
+    assert result.verdict is DayVerdict.RECONCILED, result.report
+
+
 def test_a_clean_day_is_reconciled_and_its_bridge_adds_up(engine: Engine) -> None:
     book = DayBook(engine, PAST)
     opening = book.balance
@@ -169,6 +189,23 @@ def test_a_forged_payout_never_counts_and_one_without_a_key_stops_nothing(
     assert after.report["totals"]["debits"]["api"] == 2_000
     assert after.report["totals"]["debits"]["statement"] == 2_000
     assert after.verdict is DayVerdict.BREAKS, after.report["incomplete_because"]
+
+
+def test_a_past_day_promises_no_time_for_a_look_up_the_provider_has_not_answered(
+    engine: Engine,
+) -> None:
+    """Judged at its end, a payout notified after the day (an outage's backlog) is inside
+    its grace period in every run of the day: only the provider's answer can make it a
+    break, so no time is given for one, however late the day is asked about."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    book.confirm_all_movements()
+    book.transfer(book.payout_data("po-late", 2_000, "23:59"))
+    for asked in (AFTER, AFTER + timedelta(days=30)):
+        result = reconcile_day(engine, PAST, now=asked)
+        pending = {item["ref"]: item for item in result.report["pending"]}
+        assert pending["po-late"]["due_at"] is None
+        assert result.verdict is DayVerdict.RECONCILED_WITH_PENDING, result.report
 
 
 def test_refunds_found_by_polling_and_refused_ones_say_so(engine: Engine) -> None:

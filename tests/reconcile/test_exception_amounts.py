@@ -15,7 +15,7 @@ from reconcile.db import session_scope
 from reconcile.models import Confirmation, PixReceived
 from reconcile.nightly import reconcile_day
 from reconcile.timeutil import business_day_bounds
-from tests.reconcile.day_book import DayBook
+from tests.reconcile.day_book import DayBook, verdicts_of
 
 PAST = date(2026, 3, 10)
 AFTER = business_day_bounds(PAST)[1] + timedelta(hours=2)
@@ -84,3 +84,32 @@ def test_a_payout_debited_with_another_amount_names_both(engine: Engine) -> None
         5_000,
         "ask the provider why the statement debited R$ 55,00 for a payout notified as R$ 50,00",
     )
+
+
+def test_the_net_of_a_pix_is_only_money_the_provider_stands_behind(engine: Engine) -> None:
+    """An export's net column is what finance books: never a forged or unconfirmed Pix,
+    and the API's amount where it contradicts the notification."""
+    book = DayBook(engine, PAST)
+    agreed = book.pix(1_000, "09:00")
+    forged = book.pix(6_000, "09:30", polled=False)
+    disputed = book.pix(3_000, "10:00", polled=False)
+    waiting = book.pix(2_000, "23:58", polled=False)
+    book.confirm_all_pix()
+    with session_scope(engine) as session:
+        for e2e, confirmation, stated in (
+            (forged, Confirmation.UNCONFIRMED_WEBHOOK, None),
+            (disputed, Confirmation.AMOUNT_MISMATCH, 3_500),
+            (waiting, Confirmation.PENDING, None),
+        ):
+            session.execute(
+                update(PixReceived)
+                .where(col(PixReceived.end_to_end_id) == e2e)
+                .values(confirmation=confirmation.value, confirmed_amount_cents=stated)
+            )
+    for e2e, cents in ((agreed, 1_000), (forged, 6_000), (disputed, 3_500), (waiting, 2_000)):
+        book.line("PIX_RECEIVED", cents, "23:59", credit=True, endToEndId=e2e)
+
+    result = reconcile_day(engine, PAST, now=AFTER)
+
+    net = {ref: verdict.net_cents for (_, ref), verdict in verdicts_of(engine, result).items()}
+    assert (net[agreed], net[forged], net[disputed], net[waiting]) == (1_000, None, 3_500, None)
