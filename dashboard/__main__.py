@@ -9,6 +9,7 @@ import getpass
 import sys
 
 from dashboard.passwords import hash_password
+from reconcile.settings import DASHBOARD_USER_NAME
 
 USAGE = "usage: python -m dashboard hash-password [NAME]"
 
@@ -16,6 +17,13 @@ USAGE = "usage: python -m dashboard hash-password [NAME]"
 def main(argv: list[str]) -> int:
     if not argv or argv[0] != "hash-password" or len(argv) > 2:
         print(USAGE, file=sys.stderr)
+        return 2
+    if len(argv) == 2 and not DASHBOARD_USER_NAME.fullmatch(argv[1]):
+        # Printed, NAME:HASH would be refused by the setting it is meant for.
+        print(
+            f"{argv[1]!r} cannot be a user's name: letters, digits and . _ @ - only",
+            file=sys.stderr,
+        )
         return 2
     if sys.stdin.isatty():
         password = getpass.getpass("password: ")

@@ -12,6 +12,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///pixrecon.db"
+HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 DASHBOARD_USER_NAME = re.compile(r"[A-Za-z0-9._@-]{1,64}")
 DASHBOARD_SECRET_MIN_LENGTH = 32
 
@@ -196,7 +197,7 @@ class Settings(BaseSettings):
     scheduler_enabled: bool = True
 
     # The dashboard (GET /dashboard): people who may sign in, as NAME:HASH pairs (hashes
-    # from `python -m dashboard hash-password`), and the key that signs their session
+    # from `pixrecon dashboard hash-password`), and the key that signs their session
     # cookie. Without both the dashboard answers 404 with a page saying so.
     dashboard_users: CsvList = Field(default_factory=list)
     dashboard_secret: SecretStr | None = None
@@ -223,6 +224,18 @@ class Settings(BaseSettings):
     def _csv(cls, value: object) -> object:
         return _split_csv(value)
 
+    @field_validator("webhook_secret_header", mode="after")
+    @classmethod
+    def _header_name(cls, value: str) -> str:
+        # A name no client can send would answer every delivery 401, and the provider
+        # disables a webhook that keeps failing.
+        if not HTTP_TOKEN.fullmatch(value):
+            raise ValueError(
+                "an HTTP header name: letters, digits and ! # $ % & ' * + - . ^ _ ` | ~, "
+                "no spaces or colon (e.g. X-Webhook-Secret)"
+            )
+        return value
+
     @field_validator("dashboard_users", mode="before")
     @classmethod
     def _dashboard_users(cls, value: object) -> object:
@@ -233,7 +246,7 @@ class Settings(BaseSettings):
                 if not DASHBOARD_USER_NAME.fullmatch(name) or not hashed:
                     raise ValueError(
                         "each user is NAME:HASH (NAME of letters, digits and . _ @ -; HASH "
-                        "from `python -m dashboard hash-password`), separated by commas"
+                        "from `pixrecon dashboard hash-password NAME`), separated by commas"
                     )
         return users
 

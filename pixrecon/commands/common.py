@@ -290,7 +290,9 @@ _SECRET_WORDS = ("SECRET", "PASSWORD", "TOKEN", "USERS", "KEY")
 
 
 def _shown_value(name: str, value: object) -> str:
-    if any(word in name.upper() for word in _SECRET_WORDS):
+    # ``PIXRECON_WEBHOOK_SECRET_HEADER`` names where the secret travels, not the secret.
+    secret = not name.upper().endswith("_HEADER")
+    if secret and any(word in name.upper() for word in _SECRET_WORDS):
         size = len(value) if isinstance(value, str) else None
         return f"(hidden, {size} characters)" if size is not None else "(hidden)"
     return repr(value)

@@ -92,8 +92,8 @@ def prune_command(
 
     verb = "would be" if dry_run else "were"
     console.print(
-        f"Retention {retention} days: data received before {sp_time(report.cutoff)} "
-        "(São Paulo time)"
+        f"Retention {retention} day{'' if retention == 1 else 's'}: data received before "
+        f"{sp_time(report.cutoff)} (São Paulo time)"
     )
     tables = {name: n for name, n in report.tables().items() if any(n.values())}
     if tables:
@@ -124,8 +124,9 @@ def _summary(body: dict[str, Any], verb: str, dry_run: bool) -> str:
     days = body["days"]
     span = f" ({br_date(days[0])} to {br_date(days[-1])})" if days else ""
     said = (
-        f"{count(body['total'])} rows {verb} deleted, emptied or masked, from "
-        f"{count(len(days))} reconciled days{span}"
+        f"{count(body['total'])} row{'' if body['total'] == 1 else 's'} {verb} deleted, "
+        f"emptied or masked, from {count(len(days))} reconciled "
+        f"day{'' if len(days) == 1 else 's'}{span}"
     )
     if dry_run:
         return said + "; nothing changed (dry run)"

@@ -111,8 +111,9 @@ def reconcile_command(
         tuple[ExportFormat, Path] | None,
         typer.Option(
             "--export",
+            metavar="FORMAT PATH",
             help="write the day's exceptions as `pixrecon export --kind exceptions` does: "
-            "--export csv|json PATH (json: JSON lines)",
+            "--export csv|jsonl PATH (json is accepted for jsonl)",
         ),
     ] = None,
     poll: Annotated[bool, typer.Option(help="fetch the day from the provider first")] = True,

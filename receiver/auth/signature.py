@@ -95,11 +95,19 @@ class StandardWebhooks:
                 401, "invalid-signature", f"{TIMESTAMP_HEADER} must be unix seconds"
             ) from None
         # Bounding the age makes a captured delivery worthless after the tolerance.
-        if abs(self._clock() - sent_at) > self.tolerance_seconds:
+        now = self._clock()
+        if abs(now - sent_at) > self.tolerance_seconds:
+            # A sender that signs in milliseconds is off by centuries, not by a clock's
+            # drift: say which, or its operator looks for a clock problem.
+            unit = (
+                f" (it reads as milliseconds: {TIMESTAMP_HEADER} is unix seconds)"
+                if abs(now - sent_at // 1000) <= self.tolerance_seconds
+                else ""
+            )
             raise Problem(
                 401,
                 "stale-signature",
-                f"{TIMESTAMP_HEADER} is more than {self.tolerance_seconds} s from our clock",
+                f"{TIMESTAMP_HEADER} is more than {self.tolerance_seconds} s from our clock{unit}",
             )
         presented = _presented(header)
         if not presented:

@@ -85,3 +85,21 @@ def test_the_hash_command_reads_the_password_from_stdin(command: list[str]) -> N
     name, _, hashed = made.stdout.strip().partition(":")
     assert name == "alice"
     assert PasswordHash.parse(hashed).matches("s3nha forte")
+
+
+def test_a_name_the_setting_would_refuse_gets_no_hash() -> None:
+    """``bad:name:HASH`` would be refused by PIXRECON_DASHBOARD_USERS: better said before
+    anyone types a password for it."""
+    made = subprocess.run(
+        [sys.executable, "-m", "pixrecon", "dashboard", "hash-password", "bad:name"],
+        input="s3nha forte\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+    )
+    assert made.returncode == 2
+    assert made.stdout == ""
+    assert "cannot be a user's name" in made.stderr
+    with pytest.raises(ValueError, match="pixrecon dashboard hash-password"):
+        Settings(_env_file=None, dashboard_users="bad name:scrypt")

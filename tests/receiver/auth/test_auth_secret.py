@@ -6,6 +6,7 @@ import pytest
 
 from receiver.auth import WebhookAuth
 from receiver.problems import Problem
+from reconcile.settings import Settings
 from tests.receiver.auth.auth_support import make_request, settings_for
 
 OLD, NEW = "old-secret-2025", "new-secret-2026"
@@ -55,3 +56,12 @@ def test_credentials_are_redacted_from_stored_headers() -> None:
     assert {"authorization", "cookie", "proxy-authorization", "x-provider-token"} <= redacted
     assert "webhook-signature" not in redacted
     assert all(name == name.lower() for name in redacted)
+
+
+@pytest.mark.parametrize("name", ["bad header:", "X-Webhook Secret", "", "X-Secret:"])
+def test_a_header_name_no_client_can_send_is_a_setting_error(name: str) -> None:
+    """Every delivery would be refused 401, and the provider disables a failing webhook:
+    better said when the receiver starts."""
+    with pytest.raises(ValueError, match="an HTTP header name"):
+        Settings(_env_file=None, webhook_secret_header=name)
+    assert Settings(_env_file=None, webhook_secret_header="X-Hook_Key.1").webhook_secret_header

@@ -146,3 +146,16 @@ def test_invalid_whsec_secret_is_a_configuration_error_without_echoing_it() -> N
     errors: list[str] = []
     StandardWebhooks(["whsec_not base64!!", NEW], 300, errors)
     assert errors == ["PIXRECON_HMAC_SECRETS: secret #1 is not valid base64"]
+
+
+def test_a_timestamp_in_milliseconds_is_named_as_such() -> None:
+    """Off by centuries, not by a clock's drift: the refusal says which."""
+    in_ms = NOW * 1000 + 123
+    checker = verifier(NEW)
+    problem = refusal(
+        lambda: checker.verify(headers(sign(NEW, timestamp=in_ms), timestamp=in_ms), BODY)
+    )
+    assert problem.slug == "stale-signature"
+    assert "reads as milliseconds" in problem.detail
+    drifted = refusal(lambda: verifier(NEW, now=NOW + 301).verify(headers(sign(NEW)), BODY))
+    assert "milliseconds" not in drifted.detail
