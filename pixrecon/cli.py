@@ -4,8 +4,9 @@ assembled in one explicit list, and the one place where errors become exit codes
 from __future__ import annotations
 
 import os
+import sys
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -106,6 +107,21 @@ def _database_url() -> str:
         return DEFAULT_DATABASE_URL
 
 
+def _command_path(args: list[str]) -> str:
+    """``pixrecon reconcile`` for ``reconcile --export csv``: the (sub)commands named,
+    for a usage error click raised before it knew which command it was parsing."""
+    command: Any = typer.main.get_command(app)
+    path = ["pixrecon"]
+    for word in args:
+        # Groups list their subcommands; a command does not (Typer's own click).
+        subcommands = getattr(command, "commands", None)
+        if not isinstance(subcommands, dict) or word not in subcommands:
+            break
+        command = subcommands[word]
+        path.append(word)
+    return " ".join(path)
+
+
 def run(args: list[str] | None = None) -> int:
     """Run one command; every way it can end is an exit code of the README's table, with
     one line on stderr when it could not run — never a traceback."""
@@ -120,7 +136,10 @@ def run(args: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except typer.TyperException as exc:  # click's usage errors: unknown option, bad value
         if type(exc).__name__ != "NoArgsIsHelpError":  # the help was printed instead
-            where = getattr(getattr(exc, "ctx", None), "command_path", "pixrecon")
+            # Click knows the command it was parsing, or only the group above it.
+            known = getattr(getattr(exc, "ctx", None), "command_path", None) or "pixrecon"
+            named = _command_path(sys.argv[1:] if args is None else args)
+            where = named if len(named) > len(known) else known
             said = exc.format_message().replace("Value error, ", "")
             say(f"{escape(said)} (see `{where} --help`)")
         return EXIT_COULD_NOT_RUN

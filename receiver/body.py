@@ -94,6 +94,15 @@ def _not_json(media_type: str, detail: str) -> Problem:
     return Problem(400, "malformed-json", detail)
 
 
+def _undecodable(exc: UnicodeDecodeError, declared: str | None) -> str:
+    why = (
+        "the charset its Content-Type declares"
+        if declared not in (None, "utf-8")
+        else "the encoding its first bytes tell"
+    )
+    return f"body is not {exc.encoding} text ({why}): bytes at offset {exc.start} do not decode"
+
+
 def _codec(charset: str | None) -> str | None:
     try:
         return codecs.lookup(charset).name if charset else None
@@ -155,8 +164,18 @@ def parse_json(request: Request, body: bytes) -> Any:
         document = _loads(text)
     except RecursionError:
         raise Problem(400, "malformed-json", "JSON nested too deeply") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _not_json(media_type, f"body is not valid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise _not_json(media_type, _undecodable(exc, _codec(charset))) from None
+    except ValueError as exc:
+        declared = _codec(charset)
+        # Valid UTF-8 JSON read in another declared charset is no JSON at all: the
+        # sender's operator must be told which charset the body was read in.
+        read_in = (
+            f" (read as {declared}, the charset its Content-Type declares)"
+            if declared not in (None, "utf-8")
+            else ""
+        )
+        raise _not_json(media_type, f"body is not valid JSON{read_in}: {exc}") from None
     # Each level but the innermost opens with a bracket: a text with few cannot be deep,
     # and counting them is a fraction of walking the document.
     shallow = text.count("{") + text.count("[") < MAX_JSON_DEPTH

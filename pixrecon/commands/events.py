@@ -299,11 +299,20 @@ def events_ignore(
     item_id: Annotated[int, typer.Argument(metavar="ID", help="inbox item id")],
     reason: Annotated[str, typer.Option(help="why it needs no processing")],
 ) -> None:
-    """Mark an item as needing no processing, with the reason."""
+    """Mark an item not processed (pending, failed, unsupported) as needing no processing,
+    with the reason. A processed item is refused: its effects are stored."""
     from reconcile.inbox import ignore
+    from reconcile.models import InboxItem, ItemStatus
 
+    if not reason.strip():
+        raise fail("ignoring an item needs --reason: say why it needs no processing")
     engine = database_or_exit(get_settings(), auto_upgrade=False)
     with session_scope(engine) as session:
-        if ignore(session, item_id, reason) is None:
+        found = session.get(InboxItem, item_id)
+        if found is None:
             raise fail(f"no inbox item {item_id}")
+        # Its effects are stored: calling it ignored would hide that they happened.
+        if found.status == ItemStatus.PROCESSED.value:
+            raise fail(f"item {item_id} was processed: its effects are stored, nothing to ignore")
+        ignore(session, item_id, reason.strip())
     console.print(f"item {item_id} ignored")

@@ -21,7 +21,7 @@ from pixrecon.report import exceptions_table
 from reconcile.cases import CaseNotFound, NoteRequired, case_rows, set_state
 from reconcile.db import session_scope
 from reconcile.formats import br_date
-from reconcile.models import CaseState
+from reconcile.models import CaseState, ExceptionCase
 from reconcile.settings import get_settings
 from reconcile.timeutil import business_today
 
@@ -69,13 +69,23 @@ def exceptions(
 def _set(case_id: int, state: CaseState, note: str | None) -> None:
     engine = database_or_exit(get_settings(), auto_upgrade=False)
     with session_scope(engine) as session:
+        before = session.get(ExceptionCase, case_id)
+        was = before.state if before is not None else None
         try:
             case = set_state(session, case_id, state, note)
         except CaseNotFound:
             raise fail(f"no exception case {case_id}") from None
         except NoteRequired:
             raise fail("resolving a case needs --note: say how it was resolved") from None
-        console.print(f"case {case.id} is now {case.state}")
+        # A person must see what their command changed: acknowledging a resolved case
+        # puts it back among the remaining ones, and a second resolve replaces the note.
+        if was == case.state:
+            replaced = "; its note is the one given now" if note else ""
+            console.print(f"case {case.id} was already {case.state}{replaced}")
+        elif was in (CaseState.RESOLVED.value, CaseState.CLEARED.value):
+            console.print(f"case {case.id} was {was}; it is {case.state} now, remaining again")
+        else:
+            console.print(f"case {case.id} is now {case.state} (was {was})")
 
 
 @exceptions_app.command("ack")

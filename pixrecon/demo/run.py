@@ -155,7 +155,8 @@ def run_demo(options: DemoOptions, console: Console) -> int:
                 f"({exc.strerror or exc}): choose another with --port"
             ) from None
         except StartupError as exc:
-            said = str(exc)
+            # The demo's database is its --database-url, whatever the environment holds.
+            said = str(exc).replace("PIXRECON_DATABASE_URL", "--database-url")
             if "pixrecon db upgrade" in said:
                 # That command migrates PIXRECON_DATABASE_URL, not the demo's --database-url.
                 said += f" with PIXRECON_DATABASE_URL={database_shown(options)}"

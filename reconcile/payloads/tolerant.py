@@ -156,6 +156,12 @@ def _expected(problem: ErrorDetails) -> str:
         return f"a string of at most {ctx.get('max_length')} characters"
     if kind == "string_too_short":
         return f"a string of at least {ctx.get('min_length')} characters"
+    if kind in ("too_short", "too_long"):
+        # A length checked after a validator reshaped the value (an id read from a number).
+        bound = "at least" if kind == "too_short" else "at most"
+        size = ctx.get("min_length") if kind == "too_short" else ctx.get("max_length")
+        unit = "character" if ctx.get("field_type") == "Value" else "item"
+        return f"{bound} {size} {unit}{'' if size == 1 else 's'}"
     if kind == "string_pattern_mismatch":
         return f"a string matching {ctx.get('pattern')}"
     if kind in ("model_type", "model_attributes_type", "dict_type"):

@@ -24,6 +24,10 @@ class ScenarioError(ValueError):
     def __init__(self, source: str, problems: Sequence[str]) -> None:
         self.source = source
         self.problems = list(problems)
+        if len(self.problems) == 1:
+            # One reason, one line: a missing file is no list of problems.
+            super().__init__(f"{source}: invalid scenario: {self.problems[0]}")
+            return
         listed = "\n".join(f"  - {problem}" for problem in self.problems)
         super().__init__(f"{source}: invalid scenario\n{listed}")
 

@@ -264,3 +264,14 @@ def test_events_ignore_and_replay(tmp_path: Path) -> None:
     assert "processed" in replayed.stdout, replayed.stderr
     missing = run_pixrecon("events", "replay", "999", cwd=tmp_path, env=env)
     assert missing.returncode == 2
+    # Processed, its effects are stored: calling it ignored would hide them.
+    done = run_pixrecon("events", "ignore", str(item_id), "--reason", "x", cwd=tmp_path, env=env)
+    assert done.returncode == 2
+    assert f"item {item_id} was processed" in done.stderr
+    unsaid = run_pixrecon("events", "ignore", str(item_id), "--reason", " ", cwd=tmp_path, env=env)
+    assert unsaid.returncode == 2
+    assert "needs --reason" in unsaid.stderr
+    with session_scope(engine) as session:
+        item = session.get(InboxItem, item_id)
+        assert item is not None
+        assert item.status == "processed"

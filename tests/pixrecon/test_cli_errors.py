@@ -22,6 +22,12 @@ Case = tuple[tuple[str, ...], dict[str, str], str]
 Outcomes = dict[str, tuple[subprocess.CompletedProcess[str], str]]
 
 CASES: dict[str, Case] = {
+    # A usage error names the command whose --help tells the right usage.
+    "option_missing_its_values": (
+        ("reconcile", "--date", "2026-01-01", "--export", "csv"),
+        {},
+        "requires 2 arguments. (see `pixrecon reconcile --help`)",
+    ),
     # Commands other than serve, demo and db upgrade never create a database.
     "events_no_database": (("events",), {}, "there is no database at {tmp}/pixrecon.db"),
     "show_no_database": (("events", "show", "1"), {}, "`pixrecon db upgrade`"),
@@ -153,6 +159,11 @@ CASES: dict[str, Case] = {
         ("demo", "--date", "20261123", "--database-url", "sqlite:///{tmp}/demo.db"),
         {},
         "--date must be YYYY-MM-DD, got '20261123'",
+    ),
+    "demo_folder_missing": (
+        ("demo", "--database-url", "sqlite:///{tmp}/no/such/folder/demo.db"),
+        {"database_url": "sqlite:///{tmp}/elsewhere.db"},
+        "--database-url points into {tmp}/no/such/folder, a folder that does not exist",
     ),
     "sandbox_basic_date": (
         ("sandbox", "--date", "20261123", "--port", "0", "--accounts-port", "0"),

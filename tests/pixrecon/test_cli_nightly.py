@@ -108,6 +108,8 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
         cwd=tmp_path,
     )
     assert resolved.returncode == 0, resolved.stderr
+    case_id = str(listed[0]["id"])
+    assert f"case {case_id} is now resolved (was open)" in resolved.stdout
 
     again = run_pixrecon("reconcile", "--date", _today(), "--format", "json", env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
@@ -115,6 +117,15 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
     assert (
         json.loads(run_pixrecon("exceptions", "--format", "json", env=env, cwd=tmp_path).stdout)
         == []
+    )
+    # Whoever acknowledges it afterwards is told it is back among the remaining ones.
+    reopened = run_pixrecon("exceptions", "ack", case_id, env=env, cwd=tmp_path)
+    assert f"case {case_id} was resolved; it is acknowledged now, remaining again" in " ".join(
+        reopened.stdout.split()
+    )
+    twice = run_pixrecon("exceptions", "ack", case_id, "--note", "x", env=env, cwd=tmp_path)
+    assert f"case {case_id} was already acknowledged; its note is the one given now" in " ".join(
+        twice.stdout.split()
     )
 
 

@@ -206,6 +206,7 @@ def test_the_demo_says_in_one_line_why_it_cannot_run(
     ran = run_pixrecon("demo", *args, cwd=tmp_path)
     assert ran.returncode == 2
     assert said in ran.stderr
+    assert len(ran.stderr.strip().splitlines()) == 1, ran.stderr
     assert "Traceback" not in ran.stderr
     assert not (tmp_path / "pixrecon-demo.db").exists()
 

@@ -615,3 +615,22 @@ def test_a_breakdown_of_the_amount_that_cannot_be_read_is_flagged(
     item = _items(sqlite_engine)[f"pix:{e2e}"]
     assert [w["pointer"] for w in json.loads(item.warnings or "[]")] == flagged
     assert _process_pending(sqlite_engine) == []
+
+
+@pytest.mark.parametrize("body", [b'{"pix": []}', b'{"pix": [] }'], ids=["odd", "even"])
+def test_a_body_refused_in_its_declared_charset_says_which_charset(
+    sqlite_engine: Engine, body: bytes
+) -> None:
+    """UTF-8 sent as ``charset=utf-16``: the operator must learn the body was read in the
+    declared charset, not that the JSON is broken."""
+    with receiver(sqlite_engine) as client:
+        response = client.post(
+            "/webhooks/qrcode/pix",
+            content=body,
+            headers={"content-type": "application/json; charset=utf-16"},
+        )
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert "utf-16" in detail, detail
+    assert "the charset its Content-Type declares" in detail, detail
+    assert _counts(sqlite_engine) == (0, 0, 0)

@@ -570,3 +570,23 @@ def test_a_payment_of_another_shape_is_flagged_once() -> None:
     data = {"id": "t-1", "status": "LIQUIDATED", "payment": 5}
     (item,) = accounts_items({"type": "TRANSFER", "data": data})
     assert _warnings(item) == {"/data/payment": "an object"}
+
+
+@pytest.mark.parametrize(
+    ("reference", "expected"),
+    [("", "at least 1 character"), ("x" * 300, "at most 100 characters")],
+)
+def test_an_id_of_the_wrong_length_says_which_length(reference: str, expected: str) -> None:
+    (item,) = accounts_items(
+        {
+            "type": "TRANSFER",
+            "data": {
+                "id": reference,
+                "idempotencyKey": "idem-1701",
+                "status": "LIQUIDATED",
+                "payment": {"amount": "1.00"},
+            },
+        }
+    )
+    assert [(w.pointer, w.expected) for w in item.warnings] == [("/data/id", expected)]
+    assert item.key == "accounts:TRANSFER:idem-1701:LIQUIDATED"
