@@ -177,7 +177,13 @@ def _type(document: dict[str, Any], path_type: str | None) -> tuple[str | None, 
     declared = document.get("type")
     # ASCII only: str.upper() maps some other letters onto ASCII ones (a dotless i to I).
     if isinstance(declared, str) and declared:
-        return (declared.upper() if declared.isascii() else "UNKNOWN"), []
+        named = declared.upper() if declared.isascii() else "UNKNOWN"
+        # The body's word is the provider's; the path is only where it was registered. A
+        # disagreement is read as the body says, and flagged for whoever set the URLs.
+        if path_type and path_type.upper() in KNOWN_TYPES and path_type.upper() != named:
+            expected = f"the type the path names, {path_type.upper()} (read as the body's)"
+            return named, [ItemWarning("/type", expected)]
+        return named, []
     flagged = (
         [ItemWarning("/type", "the notification type, a string")] if "type" in document else []
     )

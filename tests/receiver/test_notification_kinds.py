@@ -152,6 +152,21 @@ def test_body_without_type_takes_it_from_the_path(running_node: RunningNode) -> 
     assert set(_items(running_node)) == {"accounts:TRANSFER:98765:LIQUIDATED"}
 
 
+def test_a_body_whose_type_the_path_contradicts_is_read_as_the_body_says_and_flagged(
+    running_node: RunningNode,
+) -> None:
+    data = load("accounts/transfer.json")["data"]
+    response = running_node.http.post(
+        "/webhooks/accounts/receive", json={"type": "TRANSFER", "data": data}
+    )
+    assert response.status_code == 200
+    (item,) = _items(running_node).values()
+    assert item.key == "accounts:TRANSFER:98765:LIQUIDATED"
+    assert json.loads(item.warnings or "[]") == [
+        {"pointer": "/type", "expected": "the type the path names, RECEIVE (read as the body's)"}
+    ]
+
+
 def test_known_type_with_invalid_data_is_400_with_violations(running_node: RunningNode) -> None:
     response = running_node.http.post(
         "/webhooks/accounts", json={"type": "TRANSFER", "data": {"status": "LIQUIDATED"}}
