@@ -224,6 +224,20 @@ class Settings(BaseSettings):
     def _csv(cls, value: object) -> object:
         return _split_csv(value)
 
+    @field_validator("broker_url", mode="after")
+    @classmethod
+    def _broker_url(cls, value: str | None) -> str | None:
+        if not value:
+            return None  # an empty variable, as a template .env leaves it, means unset
+        # Checked here, so that every command refuses it when it starts, not only the
+        # ones that send messages.
+        if urlsplit(value).scheme not in ("redis", "rediss", "unix"):
+            raise ValueError(
+                "not a Redis URL; expected redis://HOST:PORT/DB (or unset it for the "
+                "in-process broker)"
+            )
+        return value
+
     @field_validator("webhook_secret_header", mode="after")
     @classmethod
     def _header_name(cls, value: str) -> str:

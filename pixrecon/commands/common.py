@@ -186,9 +186,11 @@ def _foreseen(path: Path) -> int | None:
 
 
 def progress(*, transient: bool = True) -> Progress:
-    """A spinner on stderr for a person; none where stderr is a JSON log stream."""
+    """A spinner on stderr for a person at a terminal; none where stderr is a JSON log
+    stream or a pipe, where a frame of it would only be noise in a log file."""
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    return Progress(*columns, console=err, transient=transient, disable=json_enabled())
+    disable = json_enabled() or not err.is_terminal
+    return Progress(*columns, console=err, transient=transient, disable=disable)
 
 
 def database_or_exit(settings: Settings, *, auto_upgrade: bool) -> Engine:
@@ -274,7 +276,7 @@ def setting_problems(exc: ValidationError) -> list[str]:
     lines = []
     for problem in exc.errors():
         hint = _EXPECTED.get(problem["type"])
-        said = problem["msg"] + (f"; {hint}" if hint else "")
+        said = problem["msg"].removeprefix("Value error, ") + (f"; {hint}" if hint else "")
         name = _setting_name(problem["loc"])
         if problem["type"] == "setting_missing":  # no value to show: its absence is the error
             lines.append(f"{name} is {escape(said)}")

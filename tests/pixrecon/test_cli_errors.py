@@ -251,6 +251,12 @@ CASES: dict[str, Case] = {
         {"broker_url": "amqp://rabbit"},
         "PIXRECON_BROKER_URL='amqp://rabbit': not a Redis URL",
     ),
+    # Every command, not only those that send: settings are checked when any starts.
+    "exceptions_bad_broker_url": (
+        ("exceptions",),
+        {"broker_url": "http://x"},
+        "PIXRECON_BROKER_URL='http://x': not a Redis URL",
+    ),
     "worker_broker_unreachable": (
         ("worker",),
         {"broker_url": "redis://127.0.0.1:1/0"},
