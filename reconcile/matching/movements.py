@@ -216,13 +216,18 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
         # Only money the provider stands behind: what its API states where it contradicts
         # the notification, nothing for a Pix it does not know (yet), so that an export's
         # net column never books a forged or unconfirmed Pix.
+        # The agreeing Pix, nearly all of a million, is tested first.
         net=case(
-            (p.c.e2e.is_(None), null()),
+            (
+                p.c.confirmation.in_(Confirmation.counted()),
+                case(
+                    (refunded_cents >= p.c.amount_cents, 0),
+                    else_=p.c.amount_cents - refunded_cents,
+                ),
+            ),
             (and_(disputed, refunded_cents >= p.c.confirmed_amount_cents), 0),
             (disputed, p.c.confirmed_amount_cents - refunded_cents),
-            (p.c.confirmation.not_in(Confirmation.counted()), null()),
-            (refunded_cents >= p.c.amount_cents, 0),
-            else_=p.c.amount_cents - refunded_cents,
+            else_=null(),
         ),
         webhooks=webhooks,
         # Booked money the provider does not stand behind, as notified: the payer's bank may
