@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,10 +28,40 @@ from pixrecon.commands.common import (
 from reconcile.heap import freeze_startup_objects
 from reconcile.settings import Settings, get_settings
 
+if TYPE_CHECKING:
+    import uvicorn
+
 
 def warn_about_confirmation(settings: Settings) -> None:
     if not settings.confirmation_ok:
         say(f"confirmation by the provider's API is {settings.confirmation}", "warning")
+
+
+def _server(config: uvicorn.Config) -> uvicorn.Server:
+    """A ``uvicorn.Server`` that ends normally after the graceful shutdown a signal asked for.
+
+    uvicorn raises the signal again once it has shut down, so that a program embedding it
+    dies of it: here Ctrl-C would read as an interruption (exit 130, "stopped before it
+    finished") and SIGTERM as a kill, although both are how a receiver is stopped and
+    every delivery in flight was answered. The worker and the sandbox exit 0 the same way.
+    """
+    import uvicorn
+
+    class StoppedBySignal(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            handled = (signal.SIGINT, signal.SIGTERM)
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    return StoppedBySignal(config)
 
 
 def serve(
@@ -83,7 +117,7 @@ def serve(
                 proxy_headers=False,
                 **tls_options(settings),
             )
-            server = uvicorn.Server(config)
+            server = _server(config)
             freeze_startup_objects()
             # uvicorn says where it listens only for sockets it opened itself.
             scheme = "https" if config.is_ssl else "http"

@@ -27,6 +27,7 @@ from reconcile.nightly import reconcile_day
 from reconcile.settings import get_settings
 from reconcile.timeutil import business_day_bounds
 from tests.cli_support import clean_env
+from tests.conftest import free_port
 from tests.reconcile.day_book import DayBook
 
 DAY = date(2026, 3, 10)
@@ -71,8 +72,15 @@ def _runs(url: str) -> list[tuple[int, str, int]]:
         engine.dispose()
 
 
-def _interrupt_when(args: list[str], env: dict[str, str], cwd: Path, sign: str) -> tuple[int, str]:
-    """Start ``pixrecon ARGS``, send SIGINT once stderr shows ``sign``: (exit code, stderr)."""
+def _interrupt_when(
+    args: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    sign: str,
+    signum: signal.Signals = signal.SIGINT,
+) -> tuple[int, str]:
+    """Start ``pixrecon ARGS``, send ``signum`` once stderr shows ``sign``: (exit code,
+    stderr)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "pixrecon", *args],
         cwd=cwd,
@@ -95,7 +103,7 @@ def _interrupt_when(args: list[str], env: dict[str, str], cwd: Path, sign: str) 
     try:
         while not any(sign in line for line in said):
             said.append(lines.get(timeout=60))
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         code = process.wait(timeout=30)
     finally:
         if process.poll() is None:
@@ -139,6 +147,24 @@ def test_ctrl_c_in_any_command_is_one_line_and_130(database: str, tmp_path: Path
     )
     assert code == 130, stderr
     assert "the command stopped before it finished (Ctrl-C)" in _the_line(stderr)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_receiver_stopped_by_a_signal_ends_normally(
+    database: str, tmp_path: Path, signum: signal.Signals
+) -> None:
+    """Ctrl-C and SIGTERM are how a receiver is stopped: after its graceful shutdown it
+    exits 0, as the worker and the sandbox do, not as an interrupted command."""
+    code, stderr = _interrupt_when(
+        ["serve", "--port", str(free_port())],
+        clean_env(database_url=database, webhook_secrets="s3cret", log_json="0"),
+        tmp_path,
+        "Application startup complete",
+        signum,
+    )
+    assert code == 0, stderr
+    assert "Application shutdown complete" in stderr
+    assert "interrupted:" not in stderr
 
 
 @pytest.fixture
