@@ -265,7 +265,7 @@ def iter_case_rows(
     if run_id is not None:
         stmt = stmt.where(cases.c.last_seen_run_id == run_id)
     if by_priority:
-        stmt = stmt.order_by(priority, cases.c.subject, cases.c.ref)
+        stmt = stmt.order_by(priority, cases.c.business_date, cases.c.subject, cases.c.ref)
     else:
         stmt = stmt.order_by(cases.c.business_date, cases.c.id)
     if limit is not None:

@@ -41,16 +41,20 @@ def exceptions(
     ] = False,
     output: FormatOption = OutputFormat.table,
 ) -> None:
-    """List open (and acknowledged) exceptions: how much, why, what to do, the references
-    a person knows them by (txid, endToEndId, the payer masked) and how long they have
-    been seen (age in days, to today)."""
+    """List open (and acknowledged) exceptions, the most urgent first (priority 1: money
+    near or past its last day to be refunded, as of today): how much, why, what to do, the
+    references a person knows them by (txid, endToEndId, the payer masked) and how long
+    they have been seen (age in days, to today)."""
     if ctx.invoked_subcommand is not None:
         return
     business_day = day_option(day) if day is not None else None
     engine = database_or_exit(get_settings(), auto_upgrade=False)
     states = tuple(CaseState) if everything else CaseState.remaining()
     with session_scope(engine) as session:
-        rows = case_rows(session, day=business_day, states=states, as_of=business_today())
+        # The most urgent first, as the dashboard's list and the day's report give them.
+        rows = case_rows(
+            session, day=business_day, states=states, as_of=business_today(), by_priority=True
+        )
     if output is OutputFormat.json:
         # ``id`` as well as ``case_id``: scripts written against the first listing read it.
         listed = [{"id": row["case_id"], **row} for row in rows]

@@ -14,9 +14,12 @@ from pathlib import Path
 import pytest
 
 from pixrecon.sandbox_wiring import sandbox_servers, sandbox_settings
-from reconcile.timeutil import BUSINESS_TZ, utcnow
+from reconcile.db import create_db_engine
+from reconcile.nightly import reconcile_day
+from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, utcnow
 from sandbox.state import SandboxProvider
 from tests.cli_support import clean_env, run_pixrecon
+from tests.reconcile.day_book import DayBook
 
 
 @pytest.fixture
@@ -222,3 +225,26 @@ def test_a_day_still_going_says_its_answer_is_provisional(
     assert json.loads(over.stdout)["provisional"] is False
     text = run_pixrecon("reconcile", "--date", yesterday, env=env, cwd=tmp_path)
     assert "provisional" not in text.stdout
+
+
+def test_the_exceptions_list_gives_the_most_urgent_first(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    """Money whose last day to be refunded has passed comes before a larger exception of
+    the same day, in the list a person works from today."""
+    url = _migrated(sqlite_template, tmp_path / "queue.db")
+    engine = create_db_engine(url)
+    past = date(2026, 3, 10)
+    book = DayBook(engine, past)
+    unbooked = book.pix(9_000, "11:00")
+    book.confirm_all_pix()
+    unnotified = "E99999999202603101200nobodysaid01"
+    book.line("PIX_RECEIVED", 3_000, "12:00", credit=True, endToEndId=unnotified)
+    reconcile_day(engine, past, now=business_day_bounds(past)[1] + timedelta(hours=2))
+    engine.dispose()
+    listed = json.loads(
+        run_pixrecon(
+            "exceptions", "--format", "json", env=clean_env(database_url=url), cwd=tmp_path
+        ).stdout
+    )
+    assert [(c["ref"], c["priority"]) for c in listed] == [(unnotified, 1), (unbooked, 2)]
