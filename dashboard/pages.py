@@ -27,6 +27,7 @@ from reconcile.exports.exceptions import exception_table
 from reconcile.exports.files import Format, Kind, choice_problem, encoded, open_export
 from reconcile.exports.ofx import OfxAccount
 from reconcile.exports.table import ExportError, NotReconciled
+from reconcile.exports.tabular import inert
 from reconcile.models import CaseState
 from reconcile.nightly import EXCEPTION_FIELDS
 from reconcile.settings import get_settings
@@ -34,6 +35,19 @@ from reconcile.settings import get_settings
 Page = Callable[[Request], Response]
 RECENT_DAYS = (7, 14, 30, 60)
 REMAINING = STATE_FILTERS["remaining"]
+
+
+# Ids are the database's 64-bit integers, and an offset must be one too: a larger number
+# in a URL is a case or page that cannot exist, not a reason for a 500.
+LARGEST_ID = 2**63 - 1
+LAST_PAGE = 10**9
+
+
+def _case_id(request: Request) -> int:
+    case_id: int = request.path_params["case_id"]
+    if case_id > LARGEST_ID:
+        raise HTTPException(404, f"There is no exception case {case_id}.")
+    return case_id
 
 
 def _ofx_account() -> OfxAccount:
@@ -109,7 +123,8 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
         params = request.query_params
         day_text = params.get("date")
         try:
-            page = max(1, int(params.get("page", "1")))
+            # Bounded: the offset it makes must fit the database's integers.
+            page = min(max(1, int(params.get("page", "1"))), LAST_PAGE)
         except ValueError:
             page = 1
         query = CaseQuery(
@@ -141,7 +156,7 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
         )
 
     def case_page(request: Request, _user: str) -> Response:
-        case_id: int = request.path_params["case_id"]
+        case_id = _case_id(request)
         with session_scope(dash.engine) as session:
             context = views.case_page(session, case_id)
         if context is None:
@@ -187,7 +202,11 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=EXCEPTION_FIELDS, extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(row for row in rows if row["state"] in REMAINING)
+        writer.writerows(
+            {column: inert(column, value) for column, value in row.items()}
+            for row in rows
+            if row["state"] in REMAINING
+        )
         return Response(
             out.getvalue().encode("utf-8"),
             media_type="text/csv; charset=utf-8",
@@ -220,7 +239,7 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
                 raise HTTPException(401, "Sign in first.")
             form = await read_form(request)
             check_csrf(request, form)
-            case_id: int = request.path_params["case_id"]
+            case_id = _case_id(request)
             note = form.get("note", "")
             page = f"{base(request)}/exceptions/{case_id}"
 
@@ -257,5 +276,6 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
             methods=["POST"],
         ),
         Route("/exceptions/{case_id:int}/resolve", acting(CaseState.RESOLVED), methods=["POST"]),
+        Route("/exceptions/{case_id:int}/reopen", acting(CaseState.OPEN), methods=["POST"]),
         Route("/recent", signed(recent_page)),
     ]

@@ -16,6 +16,7 @@ from sqlmodel import Session, col
 
 from reconcile.actions import differs, suggested_action
 from reconcile.db import table_of
+from reconcile.masking import mask_text
 from reconcile.models import CaseEvent, CaseState, ExceptionCase, ReconciliationItem
 from reconcile.priorities import URGENT_PRIORITY, urgent_from
 from reconcile.references import REFERENCE_FIELDS, add_references
@@ -319,7 +320,8 @@ def _described(
                 )
             ),
             **dict.fromkeys(REFERENCE_FIELDS),
-            "note": row.note,
+            # Free text a person typed: a CPF or CNPJ in it is masked wherever it is shown.
+            "note": None if row.note is None else mask_text(row.note),
         }
         rows.append(described)
         entries.append(row.statement_entry_id)

@@ -16,7 +16,6 @@ import typer
 from rich.markup import escape
 
 from pixrecon.commands.common import (
-    begun_or_exit,
     cannot_write,
     console,
     database_or_exit,
@@ -78,8 +77,6 @@ def export_command(
     run of the day (`pixrecon reconcile --date D`). Every row carries a `key` that stays
     the same across re-runs and re-exports (docs/exports.md)."""
     business_day = day_option(day)
-    # A statement of a day to come would state today's balance as that day's.
-    begun_or_exit(business_day, "can be exported once it has begun")
     if fmt is Format.ofx and kind is not Kind.statement:
         raise fail(
             f"--format ofx is for --kind statement only (a bank statement); export "

@@ -18,6 +18,8 @@ from reconcile.exports.ofx import OfxAccount, ofx_chunks
 from reconcile.exports.statement import day_balance, statement_lines, statement_table
 from reconcile.exports.table import ExportError, Table
 from reconcile.exports.tabular import csv_chunks, jsonl_chunks
+from reconcile.formats import br_date
+from reconcile.timeutil import BUSINESS_TZ, as_utc, utcnow
 
 
 class Kind(StrEnum):
@@ -74,6 +76,13 @@ def open_export(
     problem = choice_problem(kind, fmt, excel=excel)
     if problem is not None:
         raise ExportError(problem)
+    today = as_utc(now or utcnow()).astimezone(BUSINESS_TZ).date()
+    if day > today:
+        # A statement of a day to come would state today's balance as that day's.
+        raise ExportError(
+            f"{day.isoformat()} has not begun yet (today is {br_date(today)} in São Paulo): "
+            "a day can be exported once it has begun"
+        )
     if fmt is Format.ofx:
         balance = day_balance(engine, day, now)
         chunks = ofx_chunks(day, statement_lines(engine, day), balance, account, now)

@@ -59,10 +59,15 @@ def csv_cell(column: str, value: Any, *, excel: bool = False) -> str:
         return local.strftime("%d/%m/%Y %H:%M:%S") if excel else local.isoformat()
     if isinstance(value, date):
         return value.strftime("%d/%m/%Y") if excel else value.isoformat()
-    text = str(value)
-    if isinstance(value, str) and column not in IDENTIFIERS and text.startswith(FORMULA_START):
-        return "'" + text
-    return text
+    return str(inert(column, value))
+
+
+def inert(column: str, value: Any) -> Any:
+    """``value`` as a spreadsheet may show it: text that starts like a formula gets a
+    leading ``'`` (identifiers are never formulas, and keep their exact text)."""
+    if isinstance(value, str) and column not in IDENTIFIERS and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
 
 
 def csv_chunks(table: Table, *, excel: bool = False) -> Iterator[str]:

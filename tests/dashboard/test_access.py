@@ -136,6 +136,15 @@ def test_resolving_needs_a_note_and_every_action_is_audited(
     history = client.get(path).text
     assert "dashboard:alice" in history
     assert "refunded R$ 5,00" in history
+    # Resolved, it offers a reopening only, said and audited as one.
+    assert f"{path}/reopen" in history
+    assert f"{path}/acknowledge" not in history
+    client.post(f"{path}/reopen", data={"note": "the payer disputes it", "csrf": token})
+    assert _state(engine, case_id) == ("open", 3)
+    with session_scope(engine) as session:
+        events = session.execute(select(CaseEvent)).scalars().all()
+        last = max(events, key=lambda event: event.id or 0)
+        assert (last.action, last.previous_state) == ("reopen", "resolved")
     assert (
         client.post(
             "/dashboard/exceptions/999999/resolve", data={"note": "x", "csrf": token}

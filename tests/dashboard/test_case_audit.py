@@ -10,7 +10,13 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from reconcile.cases import NoteRequired, case_events, command_line_actor, set_state
+from reconcile.cases import (
+    NoteRequired,
+    case_events,
+    case_rows,
+    command_line_actor,
+    set_state,
+)
 from reconcile.db import session_scope
 from reconcile.models import CaseState, ExceptionCase
 from tests.cli_support import clean_env, run_pixrecon
@@ -80,3 +86,17 @@ def test_the_command_line_leaves_the_same_trail(engine: Engine, tmp_path: Path) 
         ("resolve", "paid back"),
     ]
     assert {e.actor for e in events} == {command_line_actor()}
+
+
+def test_a_document_typed_into_a_note_is_masked_wherever_cases_are_listed(
+    engine: Engine,
+) -> None:
+    """``pixrecon exceptions`` and the day's report list cases from ``case_rows``: a CPF
+    or CNPJ a person typed there leaves masked, as the dashboard and exports show it."""
+    case_id = seed_case(engine)
+    with session_scope(engine) as session:
+        note = "refunded to CPF 390.533.447-05, CNPJ 11.222.333/0001-81"
+        set_state(session, case_id, CaseState.ACKNOWLEDGED, note, actor="dashboard:alice")
+    with session_scope(engine) as session:
+        (row,) = case_rows(session, case_ids=[case_id], states=tuple(CaseState))
+    assert row["note"] == "refunded to CPF *********05, CNPJ ************81"

@@ -7,11 +7,16 @@ from __future__ import annotations
 import csv
 import io
 import re
+from datetime import timedelta
 
 import httpx
 from sqlalchemy import Engine
 
+from reconcile.cases import set_state
+from reconcile.db import session_scope
 from reconcile.formats import br_date
+from reconcile.models import CaseState
+from reconcile.timeutil import business_today
 from tests.conftest import RunningNode
 from tests.dashboard.support import DAY, seed_case, sign_in
 from tests.reconcile.day_book import DayBook
@@ -89,3 +94,32 @@ def test_downloads_need_a_sign_in_and_a_possible_export(
     assert never.status_code == 404
     assert "pixrecon reconcile --date 2020-01-01" in never.text
     assert client.get("/dashboard/export?date=not-a-day&kind=movements").status_code == 400
+
+
+def test_what_cannot_exist_answers_an_error_page_never_a_500(
+    engine: Engine, dashboard_node: RunningNode
+) -> None:
+    """A day to come, a case id or a page beyond the database's integers."""
+    case_id = seed_case(engine)
+    client = sign_in(dashboard_node.url)
+    later = (business_today() + timedelta(days=2)).isoformat()
+    ahead = client.get(f"/dashboard/export?date={later}&kind=statement&format=csv")
+    assert ahead.status_code == 404
+    assert "has not begun yet" in ahead.text
+    huge = "9" * 23
+    assert client.get(f"/dashboard/exceptions/{huge}").status_code == 404
+    assert client.get(f"/dashboard/exceptions?page={huge}").status_code == 200
+    # The pages still answer afterwards, on the same connection pool.
+    assert client.get(f"/dashboard/exceptions/{case_id}").status_code == 200
+
+
+def test_the_former_download_keeps_a_note_from_running_as_a_formula(
+    engine: Engine, dashboard_node: RunningNode
+) -> None:
+    case_id = seed_case(engine)
+    with session_scope(engine) as session:
+        set_state(session, case_id, CaseState.ACKNOWLEDGED, "=1+1 refund pending", actor="t")
+    client = sign_in(dashboard_node.url)
+    answer = client.get(f"/dashboard/exceptions.csv?date={DAY.isoformat()}")
+    (row,) = csv.DictReader(io.StringIO(answer.content.decode("utf-8")))
+    assert row["note"] == "'=1+1 refund pending"

@@ -61,7 +61,7 @@ def test_a_day_not_begun_is_refused_and_leaves_nothing(env: dict[str, str], tmp_
         cwd=tmp_path,
     )
     assert exported.returncode == 2, exported.stdout
-    assert f"--date {tomorrow} has not begun yet" in exported.stderr
+    assert f"{tomorrow} has not begun yet" in exported.stderr
     assert not out.exists()
 
 
