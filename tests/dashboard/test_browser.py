@@ -154,3 +154,19 @@ def test_a_person_works_the_day_in_a_browser(
         assert page.locator("svg.chart").count() == 4
         _shot(page, shots, "4-recent")
         _fits(page)
+
+        # On a phone's 375 px the header wraps and wide tables scroll inside their card:
+        # the page itself never scrolls sideways, and "Sign out" stays on screen.
+        page.set_viewport_size({"width": 375, "height": 800})
+        for path in (
+            f"/dashboard/?date={day.day.isoformat()}",
+            "/dashboard/exceptions",
+            f"/dashboard/exceptions/{case_id}",
+            "/dashboard/recent",
+        ):
+            page.goto(url + path)
+            _fits(page)
+            box = page.locator("header button").last.bounding_box()
+            assert box is not None
+            assert box["x"] + box["width"] <= 375, (path, box)
+        _shot(page, shots, "5-phone-case")
