@@ -58,6 +58,7 @@ def day_page(session: Session, reports: Reports, day: date) -> dict[str, Any]:
     later = [d for d in days if d > day]
     context: dict[str, Any] = {
         "day": day,
+        "begun": day <= today(),
         "run": run,
         "report": report,
         "days": days,

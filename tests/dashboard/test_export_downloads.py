@@ -108,7 +108,10 @@ def test_what_cannot_exist_answers_an_error_page_never_a_500(
     assert "has not begun yet" in ahead.text
     huge = "9" * 23
     assert client.get(f"/dashboard/exceptions/{huge}").status_code == 404
-    assert client.get(f"/dashboard/exceptions?page={huge}").status_code == 200
+    beyond = client.get(f"/dashboard/exceptions?page={huge}")
+    assert beyond.status_code == 200
+    assert "is past the last one" in beyond.text
+    assert "page=1" in beyond.text, "a way back to the cases"
     # The pages still answer afterwards, on the same connection pool.
     assert client.get(f"/dashboard/exceptions/{case_id}").status_code == 200
 
@@ -123,3 +126,14 @@ def test_the_former_download_keeps_a_note_from_running_as_a_formula(
     answer = client.get(f"/dashboard/exceptions.csv?date={DAY.isoformat()}")
     (row,) = csv.DictReader(io.StringIO(answer.content.decode("utf-8")))
     assert row["note"] == "'=1+1 refund pending"
+
+
+def test_a_day_to_come_is_not_offered_for_reconciliation(
+    engine: Engine, dashboard_node: RunningNode
+) -> None:
+    client = sign_in(dashboard_node.url)
+    later = (business_today() + timedelta(days=3)).isoformat()
+    page = client.get(f"/dashboard/?date={later}")
+    assert page.status_code == 200
+    assert "has not begun yet" in page.text
+    assert f"pixrecon reconcile --date {later}" not in page.text
