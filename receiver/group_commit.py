@@ -54,6 +54,18 @@ class Overloaded(Exception):
     """The delivery was not stored: too many wait already, or it waited too long."""
 
 
+class Stalled(Exception):
+    """The delivery's transaction was started, but the database has not confirmed it
+    within the deadline (a network or server that stopped answering). The request is
+    answered now, unacknowledged; if the transaction commits later, the provider's retry
+    of the delivery is a counted duplicate."""
+
+
+# How long a batch may be in its transaction before the deliveries past their deadline in
+# it are answered: a commit takes milliseconds, so this is no race with a slow one.
+IN_FLIGHT_GRACE: Final = 1.0
+
+
 class _State(enum.Enum):
     QUEUED = enum.auto()
     TAKEN = enum.auto()  # in a batch being written: its answer will come
@@ -279,6 +291,9 @@ class _LoopWriter:
         self._committer = committer
         self._connection = connection
         self._pending: deque[_Waiting] = deque()
+        # The batch in its transaction, and since when (``loop.time()``).
+        self._inflight: Sequence[_Waiting] = ()
+        self._taken_at = 0.0
         self._wake = asyncio.Event()
         self._closing = False
         self._task = self.loop.create_task(self._run(), name="receiver-group-commit")
@@ -309,6 +324,11 @@ class _LoopWriter:
                 if waiting.due > now:
                     break
                 committer._withdraw(waiting)
+            # A transaction the database stopped answering would hold its deliveries
+            # until TCP gives up, minutes later, past the provider's own timeout.
+            if self._inflight and now - self._taken_at >= IN_FLIGHT_GRACE:
+                stalled = Stalled(f"not confirmed written within {committer._deadline:g} s")
+                _settle([(w.future, stalled) for w in self._inflight if w.due <= now])
 
     async def _run(self) -> None:
         committer = self._committer
@@ -321,6 +341,7 @@ class _LoopWriter:
                     for _ in range(min(len(self._pending), committer._max_batch))
                 ]
                 batch = committer._take(taken)
+                self._inflight, self._taken_at = batch, self.loop.time()
                 try:
                     if batch:
                         await self._write(batch)
@@ -331,6 +352,7 @@ class _LoopWriter:
                     )
                     _settle([(w.future, exc) for w in batch])
                 finally:
+                    self._inflight = ()
                     committer._finished(len(batch))
             if self._closing:
                 return

@@ -14,9 +14,9 @@ from starlette.types import Receive, Scope, Send
 
 from receiver.auth import WebhookAuth
 from receiver.body import decode_body, parse_json, read_body
-from receiver.group_commit import GroupCommitter, Overloaded
+from receiver.group_commit import GroupCommitter, Overloaded, Stalled
 from receiver.metrics import ReceiverMetrics, route_label
-from receiver.problems import Problem, overloaded, storage_unavailable
+from receiver.problems import Problem, overloaded, storage_stalled, storage_unavailable
 from receiver.quarantine import QuarantineWriter
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.inbox import Delivery, NewItem
@@ -145,6 +145,9 @@ async def _accept(
         result = await ctx.committer.store(delivery)
     except Overloaded as exc:
         raise overloaded(str(exc)) from None
+    except Stalled as exc:
+        log.error("storage_stalled", route=route, error=str(exc))
+        raise storage_stalled(str(exc)) from None
     except UNAVAILABLE_ERRORS as exc:
         log.error("storage_unavailable", route=route, error=type(exc).__name__)
         raise storage_unavailable() from None

@@ -76,6 +76,16 @@ def storage_unavailable() -> Problem:
     )
 
 
+def storage_stalled(reason: str) -> Problem:
+    return Problem(
+        503,
+        "storage-unavailable",
+        f"the database did not answer ({reason}); the delivery is not acknowledged, retry "
+        "later (if it was stored after all, the retry is counted as a duplicate)",
+        headers={"Retry-After": "30"},
+    )
+
+
 def overloaded(reason: str) -> Problem:
     return Problem(
         503,
