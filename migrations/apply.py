@@ -45,5 +45,18 @@ def head_revision(engine: Engine) -> str | None:
     return head
 
 
+def is_known(engine: Engine, revision: str) -> bool:
+    """Whether this release's migrations include ``revision`` (a newer release's do not)."""
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
+    try:
+        return (
+            ScriptDirectory.from_config(alembic_config(engine)).get_revision(revision) is not None
+        )
+    except CommandError:
+        return False
+
+
 def is_up_to_date(engine: Engine) -> bool:
     return current_revision(engine) == head_revision(engine)

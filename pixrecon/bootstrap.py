@@ -8,7 +8,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from migrations.apply import current_revision, head_revision, upgrade
+from migrations.apply import current_revision, head_revision, is_known, upgrade
 from reconcile.db import DatabaseUrlError, create_db_engine, sqlite_file
 from reconcile.logs import configure_logging
 from reconcile.settings import Settings
@@ -79,6 +79,13 @@ def _check_schema(engine: Engine) -> None:
         return
     if current is None:
         raise StartupError("the database has no pixrecon tables yet: run `pixrecon db upgrade`")
+    if not is_known(engine, current):
+        # `pixrecon db upgrade` cannot help: it knows no way from a revision it has never
+        # seen. A newer release migrated this database.
+        raise StartupError(
+            f"the database schema is at revision {current}, newer than this pixrecon knows "
+            f"(its newest is {head}): run the pixrecon release that migrated it"
+        )
     raise StartupError(
         f"the database schema is at revision {current}, this pixrecon needs {head}: "
         "run `pixrecon db upgrade` first"

@@ -21,7 +21,7 @@ def db_upgrade(
     from alembic.util import CommandError
     from sqlalchemy.exc import SQLAlchemyError
 
-    from migrations.apply import current_revision, upgrade
+    from migrations.apply import current_revision, is_known, upgrade
     from pixrecon.bootstrap import StartupError, database_engine, why_unavailable
 
     settings = get_settings()
@@ -30,8 +30,20 @@ def db_upgrade(
     except StartupError as exc:
         raise fail(escape(str(exc))) from None
     try:
+        before = current_revision(engine)
+        if before is not None and not is_known(engine, before):
+            raise fail(
+                f"the database schema is at revision {escape(before)}, newer than this "
+                "pixrecon knows: run the pixrecon release that migrated it"
+            )
         upgrade(engine, revision)
-        console.print(f"database at revision {current_revision(engine)}")
+        after = current_revision(engine)
+        # Alembic's upgrade to an earlier revision does nothing, and says nothing.
+        unchanged = revision not in ("head", after) and after == before
+        kept = (
+            f" (already past {escape(revision)}: an upgrade never goes back)" if unchanged else ""
+        )
+        console.print(f"database at revision {after}{kept}")
     except CommandError as exc:  # e.g. a revision that does not exist
         raise fail(f"cannot migrate to {escape(revision)!r}: {escape(str(exc))}") from None
     except SQLAlchemyError as exc:

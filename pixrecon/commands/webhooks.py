@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from pixrecon.commands.common import FormatOption, OutputFormat, console, fail
+from pixrecon.commands.common import FormatOption, OutputFormat, console, fail, say
 from reconcile.provider import factory
 from reconcile.provider.errors import ProviderError
 from reconcile.settings import get_settings
@@ -85,6 +85,19 @@ def register(
     if accounts and not settings.webhook_secrets:
         raise fail(
             "PIXRECON_WEBHOOK_SECRETS is empty: accounts notifications could not authenticate"
+        )
+    # Allowed (a sandbox, a test on this host), but said: neither is what a merchant means.
+    if parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        say(
+            f"--base-url {escape(base_url)} is plain HTTP: providers deliver Pix callbacks "
+            "over HTTPS (mutual TLS) only",
+            "warning",
+        )
+    if qrcode is not None and not chave:
+        say(
+            "no --chave: no Pix webhook is registered, so Pix received reach pixrecon by "
+            "polling only (give --chave YOUR-PIX-KEY, once per key)",
+            "warning",
         )
     qrcode_url = f"{base}/webhooks/qrcode"
     if qrcode is not None and (chave or automatico):

@@ -226,6 +226,16 @@ def test_webhooks_register_points_both_api_families_at_the_receiver(tmp_path: Pa
         assert {(r.url, r.secret_header_name, r.secret_header_value) for r in registrations} == {
             ("https://pix.example.com/webhooks/accounts", "X-Webhook-Secret", "s3cret")
         }
+        assert "warning" not in result.stderr, result.stderr
+
+        # Without --chave, or to a plain-HTTP address elsewhere: registered, and said.
+        unsure = run_pixrecon(
+            "webhooks", "register", "--base-url", "http://pix.example.com", cwd=tmp_path, env=env
+        )
+        assert unsure.returncode == 0, unsure.stderr
+        said = " ".join(unsure.stderr.split())
+        assert "no --chave: no Pix webhook is registered" in said
+        assert "is plain HTTP" in said
 
 
 def test_events_ignore_and_replay(tmp_path: Path) -> None:
@@ -275,3 +285,29 @@ def test_events_ignore_and_replay(tmp_path: Path) -> None:
         item = session.get(InboxItem, item_id)
         assert item is not None
         assert item.status == "processed"
+
+
+def test_a_schema_newer_than_this_release_is_named_as_such(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    """`pixrecon db upgrade` cannot help with a revision it has never seen: an older
+    release facing a newer release's schema says which release to run instead."""
+    import shutil
+    import sqlite3
+
+    path = tmp_path / "newer.db"
+    shutil.copy(sqlite_template, path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE alembic_version SET version_num = '0999'")
+    env = {**clean_env(), "PIXRECON_DATABASE_URL": f"sqlite:///{path}"}
+    for args in (("events",), ("db", "upgrade")):
+        refused = run_pixrecon(*args, cwd=tmp_path, env=env)
+        assert refused.returncode == 2, refused.stdout
+        assert "at revision 0999, newer than this pixrecon knows" in refused.stderr
+        assert "run the pixrecon release that migrated it" in refused.stderr
+    older = tmp_path / "older.db"
+    shutil.copy(sqlite_template, older)
+    env["PIXRECON_DATABASE_URL"] = f"sqlite:///{older}"
+    kept = run_pixrecon("db", "upgrade", "--revision", "0010", cwd=tmp_path, env=env)
+    assert kept.returncode == 0, kept.stderr
+    assert "(already past 0010: an upgrade never goes back)" in " ".join(kept.stdout.split())
