@@ -22,10 +22,9 @@ from rich.text import Text
 from sqlalchemy import Engine
 
 from pixrecon.bootstrap import StartupError, open_database
-from reconcile.formats import br_date
 from reconcile.logs import get_logger, json_enabled
 from reconcile.settings import Settings
-from reconcile.timeutil import BUSINESS_TZ, business_today
+from reconcile.timeutil import BUSINESS_TZ
 
 console = Console()
 # A diagnostic is one line however narrow the terminal (rich wraps at 80 columns otherwise).
@@ -103,17 +102,6 @@ def day_option(raw: str, option: str = "--date") -> date:
     except ValueError:
         pass
     raise fail(f"{option} must be YYYY-MM-DD, got {escape(repr(raw))}")
-
-
-def begun_or_exit(day: date, after: str) -> None:
-    """Refuse a business day that has not begun in São Paulo: nothing of it can have
-    happened. ``after`` says what a day allows once it has (``"can be exported"``)."""
-    today = business_today()
-    if day > today:
-        raise fail(
-            f"--date {day.isoformat()} has not begun yet (today is {br_date(today)} in São "
-            f"Paulo): a day {after}"
-        )
 
 
 def is_iso_day_prefixed(raw: str) -> bool:

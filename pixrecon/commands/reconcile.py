@@ -19,7 +19,6 @@ from pixrecon.commands.common import (
     FormatOption,
     Interrupted,
     OutputFormat,
-    begun_or_exit,
     cannot_write,
     console,
     day_option,
@@ -42,6 +41,7 @@ from reconcile.processing import process_items
 from reconcile.provider.errors import ProviderError
 from reconcile.provider.factory import provider_clients
 from reconcile.settings import get_settings
+from reconcile.timeutil import business_today
 
 log = get_logger(__name__)
 
@@ -129,9 +129,15 @@ def reconcile_command(
     business_day = day_option(day)
     if export is not None:
         writable_or_exit(export[1])
-    # A verdict would claim a day nobody lived, and its carried cases would open in the
-    # future.
-    begun_or_exit(business_day, "can be reconciled once it has begun, and for good once it is over")
+    today = business_today()
+    if business_day > today:
+        # Nothing of it can have happened: a verdict would claim a day nobody lived, and
+        # its carried cases would open in the future.
+        raise fail(
+            f"--date {business_day.isoformat()} has not begun yet (today is {br_date(today)} "
+            "in São Paulo): a day can be reconciled once it has begun, and for good once "
+            "it is over"
+        )
     providers = provider_clients(settings)
     # What was being fetched, to name the source when the provider gives out.
     fetching: list[str] = []
