@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
@@ -107,19 +108,19 @@ def _database_url() -> str:
         return DEFAULT_DATABASE_URL
 
 
-def _command_path(args: list[str]) -> str:
-    """``pixrecon reconcile`` for ``reconcile --export csv``: the (sub)commands named,
-    for a usage error click raised before it knew which command it was parsing."""
+def named_command(words: Sequence[str]) -> tuple[Any, list[str]]:
+    """The (click) command the leading ``words`` name, and those words: ``reconcile`` for
+    ``reconcile --export csv``. Typer may bring its own copy of click, so groups are
+    recognised by their ``commands``."""
     command: Any = typer.main.get_command(app)
-    path = ["pixrecon"]
-    for word in args:
-        # Groups list their subcommands; a command does not (Typer's own click).
+    path: list[str] = []
+    for word in words:
         subcommands = getattr(command, "commands", None)
         if not isinstance(subcommands, dict) or word not in subcommands:
             break
         command = subcommands[word]
         path.append(word)
-    return " ".join(path)
+    return command, path
 
 
 def run(args: list[str] | None = None) -> int:
@@ -138,7 +139,9 @@ def run(args: list[str] | None = None) -> int:
         if type(exc).__name__ != "NoArgsIsHelpError":  # the help was printed instead
             # Click knows the command it was parsing, or only the group above it.
             known = getattr(getattr(exc, "ctx", None), "command_path", None) or "pixrecon"
-            named = _command_path(sys.argv[1:] if args is None else args)
+            # For a usage error click raised before it knew which command it was parsing.
+            _, words = named_command(sys.argv[1:] if args is None else args)
+            named = " ".join(["pixrecon", *words])
             where = named if len(named) > len(known) else known
             said = exc.format_message().replace("Value error, ", "")
             say(f"{escape(said)} (see `{where} --help`)")

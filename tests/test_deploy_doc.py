@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from pixrecon.cli import app
+from pixrecon.cli import app, named_command
 from reconcile.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,17 +76,8 @@ def command_lines() -> list[CommandLine]:
 
 
 def resolve(words: tuple[str, ...]) -> tuple[Any, list[str]]:
-    """The (click) command the words name, and the words that name it. Typer may bring its
-    own copy of click, so groups are recognised by their ``commands``."""
-    command: Any = typer.main.get_command(app)
-    path: list[str] = []
-    for word in words:
-        subcommands = getattr(command, "commands", None)
-        if not isinstance(subcommands, dict) or word not in subcommands:
-            break
-        command = subcommands[word]
-        path.append(word)
-    return command, path
+    """The (click) command the words name, and the words that name it."""
+    return named_command(words)
 
 
 def options_of(command: Any) -> set[str]:
