@@ -21,7 +21,7 @@ from dashboard import views
 from dashboard.passwords import authenticate
 from dashboard.queries import SORTS, STATE_FILTERS, CaseQuery
 from dashboard.web import Dashboard, base, check_csrf, read_form, safe_next, to_login
-from reconcile.cases import CaseNotFound, NoteRequired, set_state
+from reconcile.cases import APPLIES_TO, CaseChanged, CaseNotFound, NoteRequired, set_state
 from reconcile.db import session_scope
 from reconcile.exports.exceptions import exception_table
 from reconcile.exports.files import Format, Kind, choice_problem, encoded, open_export
@@ -92,6 +92,8 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
     async def login(request: Request) -> Response:
         form = await read_form(request)
         check_csrf(request, form)
+        # Looked up now, off the event loop, for the page rendered on a failure.
+        await run_in_threadpool(dash.signed_in, request)
         name, password = form.get("name", "").strip(), form.get("password", "")
         context = {"next": form.get("next", ""), "name": name}
         if dash.throttle.blocked(name):
@@ -108,7 +110,7 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
     async def logout(request: Request) -> Response:
         form = await read_form(request)
         check_csrf(request, form)
-        request.session.clear()
+        await run_in_threadpool(dash.sign_out, request)
         return RedirectResponse(f"{base(request)}/login", 303)
 
     # --- reading -------------------------------------------------------------------------
@@ -152,7 +154,9 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
             return f"{here}?{urlencode({k: v for k, v in values.items() if v})}"
 
         return dash.render(
-            request, "exceptions.html", {"nav": "exceptions", "link": link, **context}
+            request,
+            "exceptions.html",
+            {"nav": "exceptions", "link": link, "largest_page": LAST_PAGE, **context},
         )
 
     def case_page(request: Request, _user: str) -> Response:
@@ -197,8 +201,9 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
         day = _day(request.query_params.get("date"), default_day)
         try:
             rows: Iterable[dict[str, Any]] = exception_table(dash.engine, day).rows
-        except NotReconciled:
-            rows = ()
+        except NotReconciled as exc:
+            # An empty file would read as "no exceptions" to whoever opens it.
+            raise HTTPException(404, str(exc)) from None
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=EXCEPTION_FIELDS, extrasaction="ignore")
         writer.writeheader()
@@ -234,7 +239,7 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
 
     def acting(state: CaseState) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
-            user = dash.signed_in(request)
+            user = await run_in_threadpool(dash.signed_in, request)
             if user is None:
                 raise HTTPException(401, "Sign in first.")
             form = await read_form(request)
@@ -242,13 +247,21 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
             case_id = _case_id(request)
             note = form.get("note", "")
             page = f"{base(request)}/exceptions/{case_id}"
+            # Act only on the state the person saw (the page sends it): a case someone
+            # else resolved meanwhile is not acknowledged or resolved again by a stale tab.
+            seen = form.get("seen")
+            expect = [s for s in APPLIES_TO[state] if seen is None or s == seen]
 
             def act() -> str | None:
                 try:
                     with session_scope(dash.engine) as session:
-                        set_state(session, case_id, state, note, actor=f"dashboard:{user}")
+                        set_state(
+                            session, case_id, state, note, actor=f"dashboard:{user}", expect=expect
+                        )
                 except NoteRequired:
                     return "note"
+                except CaseChanged:
+                    return "changed"
                 except ValueError:
                     return "long"
                 return None

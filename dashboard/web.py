@@ -4,6 +4,7 @@ posted form, and rendering a template in Brazilian conventions."""
 from __future__ import annotations
 
 import hmac
+import json
 import secrets
 import threading
 import time
@@ -15,7 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote
 
 from jinja2 import Undefined
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -23,12 +24,19 @@ from starlette.templating import Jinja2Templates
 
 from dashboard.passwords import PasswordHash, fingerprint
 from dashboard.queries import Reports
+from reconcile.db import session_scope
 from reconcile.formats import br_date, brl, duration, sp_time
 from reconcile.masking import mask_text
+from reconcile.models import OperatorAction
 
 HERE = Path(__file__).parent
 FORM_MAX_BYTES = 16 * 1024
-SESSION_USER, SESSION_PRINT, SESSION_CSRF = "user", "print", "csrf"
+SESSION_USER, SESSION_PRINT, SESSION_CSRF, SESSION_ID = "user", "print", "csrf", "sid"
+# A signed cookie stays valid until it expires whatever the browser does with it: signing
+# out records the session's id (``operator_action``, shared by every process), and a
+# cookie whose session was signed out is refused from then on.
+SIGN_OUT = "sign_out"
+_UNKNOWN: Any = object()
 
 
 def _count(value: int | None) -> str:
@@ -108,14 +116,38 @@ class Dashboard:
     throttle: LoginThrottle = field(default_factory=LoginThrottle)
 
     def signed_in(self, request: Request) -> str | None:
-        """The session's user, while that user is still configured with the same hash."""
+        """The session's user, while that user is still configured with the same hash and
+        the session has not been signed out. Looked up once per request (it reads the
+        database: async endpoints call it in the thread pool first)."""
+        known = getattr(request.state, "dashboard_user", _UNKNOWN)
+        if known is _UNKNOWN:
+            known = self._session_user(request)
+            request.state.dashboard_user = known
+        return known  # type: ignore[no-any-return]
+
+    def _session_user(self, request: Request) -> str | None:
         name = request.session.get(SESSION_USER)
         if not isinstance(name, str):
             return None
         hashed = self.users.get(name)
         if hashed is None or request.session.get(SESSION_PRINT) != fingerprint(hashed):
             return None
+        session_id = request.session.get(SESSION_ID)
+        if not isinstance(session_id, str) or self._signed_out(session_id):
+            return None
         return name
+
+    def _signed_out(self, session_id: str) -> bool:
+        with session_scope(self.engine) as session:
+            found = session.execute(
+                select(OperatorAction.id)  # type: ignore[call-overload]
+                .where(
+                    OperatorAction.action == SIGN_OUT,
+                    OperatorAction.selection == _selection(session_id),
+                )
+                .limit(1)
+            ).first()
+        return found is not None
 
     def sign_in(self, request: Request, name: str) -> None:
         # A new session on sign-in: whatever a visitor's cookie held before is dropped.
@@ -123,6 +155,24 @@ class Dashboard:
         request.session[SESSION_USER] = name
         request.session[SESSION_PRINT] = fingerprint(self.users[name])
         request.session[SESSION_CSRF] = secrets.token_urlsafe(32)
+        request.session[SESSION_ID] = secrets.token_urlsafe(18)
+        request.state.dashboard_user = name
+
+    def sign_out(self, request: Request) -> None:
+        """Ends the session for good, also for a copy of its cookie (blocking: call it in
+        the thread pool)."""
+        name, session_id = request.session.get(SESSION_USER), request.session.get(SESSION_ID)
+        if isinstance(name, str) and isinstance(session_id, str):
+            with session_scope(self.engine) as session:
+                session.add(
+                    OperatorAction(
+                        action=SIGN_OUT,
+                        actor=f"dashboard:{name}"[:100],
+                        selection=_selection(session_id),
+                    )
+                )
+        request.session.clear()
+        request.state.dashboard_user = None
 
     def render(
         self, request: Request, name: str, context: dict[str, Any], status_code: int = 200
@@ -134,6 +184,10 @@ class Dashboard:
             **context,
         }
         return self.templates.TemplateResponse(request, name, values, status_code=status_code)
+
+
+def _selection(session_id: str) -> str:
+    return json.dumps({"session": session_id})
 
 
 def base(request: Request) -> str:

@@ -30,6 +30,14 @@ ACTIONS = {
     CaseState.ACKNOWLEDGED: "acknowledge",
     CaseState.RESOLVED: "resolve",
 }
+# The states a person's action applies to, as the dashboard offers them: a stale page or
+# a double click must not resolve a case twice, or acknowledge one someone else resolved.
+APPLIES_TO = {
+    CaseState.OPEN: (CaseState.RESOLVED.value, CaseState.CLEARED.value),
+    CaseState.ACKNOWLEDGED: (CaseState.OPEN.value, CaseState.ACKNOWLEDGED.value),
+    CaseState.RESOLVED: (CaseState.OPEN.value, CaseState.ACKNOWLEDGED.value),
+}
+CLOSED_STATES = (CaseState.RESOLVED.value, CaseState.CLEARED.value)
 NOTE_MAX_LENGTH = 2000
 ACTOR_MAX_LENGTH = 100
 
@@ -51,6 +59,16 @@ class CaseNotFound(LookupError):
 
 class NoteRequired(ValueError):
     """Resolving says how the case was resolved: a later reader has only the note."""
+
+
+class CaseChanged(Exception):
+    """The case is not in a state the action was chosen for (someone acted on it since
+    the page was shown); nothing was changed."""
+
+    def __init__(self, case_id: int, state: str) -> None:
+        super().__init__(f"exception case {case_id} is {state} now")
+        self.case_id = case_id
+        self.state = state
 
 
 def command_line_actor() -> str:
@@ -336,10 +354,12 @@ def set_state(
     note: str | None,
     *,
     actor: str | None = None,
+    expect: Iterable[str] | None = None,
 ) -> ExceptionCase:
     """Set a case's state and record who did it (``actor``; by default the operating-system
     user, ``cli:<name>``) with the note, in the caller's transaction: the change and its
-    audit row commit together or not at all."""
+    audit row commit together or not at all. ``expect``: the states the case must still be
+    in (row locked), else ``CaseChanged`` and nothing changes."""
     if state not in SETTABLE:
         raise ValueError(f"a person can set open, acknowledged or resolved, not {state!r}")
     note = (note or "").strip() or None
@@ -347,9 +367,11 @@ def set_state(
         raise NoteRequired("resolving a case needs a note saying how it was resolved")
     if note is not None and len(note) > NOTE_MAX_LENGTH:
         raise ValueError(f"a note has at most {NOTE_MAX_LENGTH} characters")
-    found = session.get(ExceptionCase, case_id)
+    found = session.get(ExceptionCase, case_id, with_for_update=expect is not None)
     if found is None:
         raise CaseNotFound(case_id)
+    if expect is not None and found.state not in set(expect):
+        raise CaseChanged(case_id, found.state)
     now = utcnow()
     session.add(
         CaseEvent(
@@ -361,9 +383,10 @@ def set_state(
             at=now,
         )
     )
-    found.state = state.value
-    if note:
+    # A case leaving resolved or cleared must not go on showing how it was resolved.
+    if note or found.state in CLOSED_STATES:
         found.note = note
+    found.state = state.value
     found.updated_at = now
     return found
 

@@ -27,7 +27,8 @@ def br_date(value: date | str | None) -> str:
     if value is None:
         return "—"
     day = date.fromisoformat(value) if isinstance(value, str) else value
-    return day.strftime("%d/%m/%Y")
+    # Not strftime: glibc does not pad a year before 1000 ("01/01/1").
+    return f"{day.day:02d}/{day.month:02d}/{day.year:04d}"
 
 
 def sp_time(value: datetime | str | None, *, seconds: bool = False) -> str:

@@ -625,12 +625,14 @@ class CaseEvent(SQLModel, table=True):
 class OperatorAction(SQLModel, table=True):
     """A bulk operation someone ran on the inbox or the stored data — a replay, a prune —
     with who, when, what it selected and how many rows it touched. Kept forever: it is the
-    answer to "why was this item processed twice?" or "where did that raw body go?"."""
+    answer to "why was this item processed twice?" or "where did that raw body go?". A
+    dashboard sign-out is recorded here too (``sign_out``, the session's id as its
+    selection): every process refuses that session's cookie from then on."""
 
     __tablename__ = "operator_action"
 
     id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
-    action: str = Field(max_length=16, index=True, description="replay or prune")
+    action: str = Field(max_length=16, index=True, description="replay, prune or sign_out")
     actor: str = Field(
         max_length=100, description="cli:<operating-system user>, or job:<name> for a job"
     )

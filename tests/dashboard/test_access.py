@@ -155,10 +155,58 @@ def test_resolving_needs_a_note_and_every_action_is_audited(
 
 def test_signing_out_ends_the_session(dashboard_node: RunningNode) -> None:
     client = sign_in(dashboard_node.url)
+    other = sign_in(dashboard_node.url)
     token = csrf_of(client.get("/dashboard/").text)
+    # A copy of the cookie, as a shared computer's browser or a thief would keep it.
+    copied = httpx.Client(
+        base_url=dashboard_node.url, follow_redirects=False, timeout=10, cookies=client.cookies
+    )
+    assert copied.get("/dashboard/").status_code == 200
     assert client.post("/dashboard/logout", data={}).status_code == 403
     assert client.post("/dashboard/logout", data={"csrf": token}).status_code == 303
     assert client.get("/dashboard/").status_code == 303
+    assert copied.get("/dashboard/").status_code == 303
+    assert copied.post("/dashboard/exceptions/1/resolve", data={"csrf": token}).status_code == 401
+    # Only that session ended: the same person signed in elsewhere still is.
+    assert other.get("/dashboard/").status_code == 200
+
+
+def test_an_action_from_a_stale_page_changes_nothing(
+    engine: Engine, dashboard_node: RunningNode
+) -> None:
+    case_id = seed_case(engine)
+    path = f"/dashboard/exceptions/{case_id}"
+    first, second = (
+        sign_in(dashboard_node.url),
+        sign_in(dashboard_node.url, name="bob", password="another one"),
+    )
+    stale = second.get(path).text  # open: offers acknowledge and resolve
+    token = csrf_of(first.get(path).text)
+    first.post(f"{path}/resolve", data={"note": "refunded by Pix", "csrf": token})
+    assert _state(engine, case_id) == ("resolved", 1)
+    for action in ("acknowledge", "resolve"):
+        answer = second.post(
+            f"{path}/{action}",
+            data={"note": "calling the payer", "csrf": csrf_of(stale), "seen": "open"},
+        )
+        assert answer.headers["location"] == f"{path}?error=changed"
+    # Without the page's state, an action that does not apply to the case is refused too.
+    second.post(f"{path}/resolve", data={"note": "again", "csrf": csrf_of(stale)})
+    assert _state(engine, case_id) == ("resolved", 1)
+    shown = second.get(f"{path}?error=changed").text
+    assert "Nothing was changed" in shown
+    assert "It is resolved now" in shown
+    # Reopening an open case is no reopening either.
+    second.post(f"{path}/reopen", data={"csrf": csrf_of(stale), "seen": "resolved"})
+    assert _state(engine, case_id) == ("open", 2)
+    answer = second.post(f"{path}/reopen", data={"csrf": csrf_of(stale), "seen": "resolved"})
+    assert answer.headers["location"] == f"{path}?error=changed"
+    assert _state(engine, case_id) == ("open", 2)
+    with session_scope(engine) as session:
+        case = session.get(ExceptionCase, case_id)
+        assert case is not None
+        # Reopened without a note, it no longer says how it was resolved.
+        assert case.note is None
 
 
 def test_guessing_passwords_is_throttled(dashboard_node: RunningNode) -> None:

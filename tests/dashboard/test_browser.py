@@ -106,7 +106,7 @@ def test_a_person_works_the_day_in_a_browser(
         assert figure(page, "open_exceptions") == str(opened)
 
         # The day's exceptions; the most urgent first. Open one and resolve it.
-        page.click("a:has-text('open exceptions')")
+        page.click("a:has-text('exceptions remaining')")
         page.wait_for_selector("table.cases")
         _shot(page, shots, "2-exceptions")
         _fits(page)
@@ -118,9 +118,15 @@ def test_a_person_works_the_day_in_a_browser(
         _fits(page)
         entry = next(e for e in report["exceptions"] if e["case_id"] == case_id)
         assert entry["ref"] in page.inner_text("table.facts")
-        page.fill("form[action$='/resolve'] textarea", "refunded to the payer, ticket 4711")
+        # With the Pix copia-e-cola of the refund pasted in: no spaces for 270 characters.
+        pasted = "00020126580014br.gov.bcb.pix0136" * 8
+        page.fill(
+            "form[action$='/resolve'] textarea",
+            f"refunded to the payer, ticket 4711, code {pasted}",
+        )
         page.click("button:has-text('Resolve')")
         page.wait_for_selector("[data-figure='case.state']:has-text('resolved')")
+        _fits(page)
         history = page.inner_text("table[data-table=events]")
         assert "dashboard:alice" in history
         assert "refunded to the payer, ticket 4711" in history
@@ -169,4 +175,8 @@ def test_a_person_works_the_day_in_a_browser(
             box = page.locator("header button").last.bounding_box()
             assert box is not None
             assert box["x"] + box["width"] <= 375, (path, box)
+        # A chart keeps labels a person can read, scrolling inside its figure instead.
+        label = page.locator("svg.chart .tick").first.bounding_box()
+        assert label is not None
+        assert label["height"] >= 9, label
         _shot(page, shots, "5-phone-case")

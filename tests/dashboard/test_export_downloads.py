@@ -137,3 +137,20 @@ def test_a_day_to_come_is_not_offered_for_reconciliation(
     assert page.status_code == 200
     assert "has not begun yet" in page.text
     assert f"pixrecon reconcile --date {later}" not in page.text
+
+
+def test_a_day_without_a_run_offers_no_download_and_its_csv_is_refused(
+    engine: Engine, dashboard_node: RunningNode
+) -> None:
+    seed_case(engine)
+    client = sign_in(dashboard_node.url)
+    unjudged = (DAY - timedelta(days=1)).isoformat()
+    # A file with the header alone would read as "no exceptions that day".
+    answer = client.get(f"/dashboard/exceptions.csv?date={unjudged}")
+    assert answer.status_code == 404
+    assert "no completed reconciliation run" in answer.text
+    page = client.get(f"/dashboard/exceptions?date={unjudged}").text
+    assert "/dashboard/export?" not in page
+    assert "nothing to download" in page
+    judged = client.get(f"/dashboard/exceptions?date={DAY.isoformat()}").text
+    assert f"/dashboard/export?date={DAY.isoformat()}" in judged

@@ -1,12 +1,15 @@
-"""Durations as people read them: a few digits in the unit that fits, Brazilian commas."""
+"""Durations as people read them: a few digits in the unit that fits, Brazilian commas;
+dates as dd/mm/yyyy."""
 
 from __future__ import annotations
+
+from datetime import date
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconcile.formats import duration, duration_unit
+from reconcile.formats import br_date, duration, duration_unit
 
 
 @pytest.mark.parametrize(
@@ -36,3 +39,10 @@ def test_a_duration_reads_back_to_its_seconds(seconds: float) -> None:
     value = float(shown.replace(".", "").replace(",", "."))
     # Days are whole, the smaller units to a tenth: never off by more than that.
     assert abs(value * unit - seconds) <= (0.5 if name == "days" else 0.05) * unit + 1e-9
+
+
+@given(st.dates())
+def test_a_date_is_always_day_month_and_four_digits_of_year(day: date) -> None:
+    shown = br_date(day)
+    assert len(shown) == 10
+    assert date(int(shown[6:]), int(shown[3:5]), int(shown[:2])) == day

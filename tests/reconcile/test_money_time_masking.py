@@ -79,6 +79,16 @@ def test_documents_and_names_are_masked() -> None:
     assert masked == {"cpf": "*********09", "nome": "F***** d* T**"}
 
 
+def test_a_document_typed_with_spaces_into_free_text_is_masked_too() -> None:
+    for typed in ("123 456 789 09", "123.456.789 09", "12.345.678 0001-95", "12 345 678 0001 95"):
+        masked = mask_text(f"o pagador ({typed}) ligou")
+        assert masked.endswith(f"{typed[-2:]}) ligou"), masked
+        assert not any(group in masked for group in ("456", "345")), masked
+    # Numbers of other shapes are left alone: a phone, amounts, a date.
+    for other in ("ligar 11 98765 4321", "R$ 1.234,56 em 27/11/2026", "pedido 2026 11 27 123"):
+        assert mask_text(other) == other
+
+
 def test_masking_a_masked_document_keeps_it_as_it_is() -> None:
     """Retention stores masked documents; showing them masks again, and must not lose the
     two digits that tell records apart."""
