@@ -35,6 +35,8 @@ UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
 
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
+# An execution option of connections that only read (``read_scope``).
+READ_ONLY = "pixrecon_read_only"
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -57,6 +59,10 @@ def _configure_sqlite(engine: Engine) -> None:
         # waiting; taking the write lock up front makes concurrent writers queue instead.
         # The pool's proxy of the driver's connection: what do_commit and do_rollback get.
         dbapi_connection = connection.connection
+        if connection.get_execution_options().get(READ_ONLY):
+            # WAL lets a reader run beside the writer: it need not queue for the lock.
+            connection.exec_driver_sql("BEGIN")
+            return
         turns.take(dbapi_connection)
         try:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
@@ -235,6 +241,19 @@ def _ping_when_idle(engine: Engine) -> None:
 def session_scope(engine: Engine) -> Iterator[Session]:
     """One transaction: commit on success, roll back on error."""
     with Session(engine, expire_on_commit=False) as session, session.begin():
+        yield session
+
+
+@contextmanager
+def read_scope(engine: Engine) -> Iterator[Session]:
+    """A transaction that only reads. On SQLite it does not take the write lock every other
+    transaction takes first (``BEGIN IMMEDIATE``), so a health check or a page answers
+    while a long write (a worker's batch, the nightly run) holds it."""
+    with (
+        engine.connect().execution_options(**{READ_ONLY: True}) as connection,
+        Session(bind=connection, expire_on_commit=False) as session,
+        session.begin(),
+    ):
         yield session
 
 

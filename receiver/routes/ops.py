@@ -17,13 +17,15 @@ from starlette.routing import BaseRoute, Route
 
 from receiver.ingest import ReceiverContext
 from receiver.openapi import build_openapi
-from reconcile.db import UNAVAILABLE_ERRORS, session_scope
+from reconcile.db import UNAVAILABLE_ERRORS, read_scope
 from reconcile.inbox import oldest_pending_received_at
 from reconcile.schedule import JobHealth, job_health
 from reconcile.timeutil import as_utc, utcnow
 
 # /readyz gives the database this long to answer a trivial query.
 READY_TIMEOUT_SECONDS = 2.0
+# /healthz, this long for its few reads: a monitor must get an answer, not a timeout.
+HEALTH_TIMEOUT_SECONDS = 5.0
 
 
 def _database_down(reason: str) -> str:
@@ -81,7 +83,7 @@ def routes(ctx: ReceiverContext) -> list[BaseRoute]:
     started = utcnow()
 
     def check() -> tuple[int, dict[str, object]]:
-        with session_scope(ctx.engine) as session:
+        with read_scope(ctx.engine) as session:
             oldest = oldest_pending_received_at(session)
             now = utcnow()
             jobs = job_health(session, settings, now=now, since=started)
@@ -98,15 +100,22 @@ def routes(ctx: ReceiverContext) -> list[BaseRoute]:
         }
         return (503 if problems else 200), body
 
+    health_errors: tuple[type[Exception], ...] = (TimeoutError, *UNAVAILABLE_ERRORS)
+
     async def healthz(_request: Request) -> Response:
         try:
-            status, body = await anyio.to_thread.run_sync(check)
-        except UNAVAILABLE_ERRORS as exc:
+            with anyio.fail_after(HEALTH_TIMEOUT_SECONDS):
+                status, body = await anyio.to_thread.run_sync(check, abandon_on_cancel=True)
+        except health_errors as exc:
+            timeout = isinstance(exc, TimeoutError)
+            reason = (
+                f"no answer within {HEALTH_TIMEOUT_SECONDS:g} s" if timeout else type(exc).__name__
+            )
             status = 503
             body = {
                 "status": "unavailable",
-                "problems": [_database_down(type(exc).__name__)],
-                "database": type(exc).__name__,
+                "problems": [_database_down(reason)],
+                "database": "timeout" if timeout else type(exc).__name__,
                 "oldest_pending_seconds": None,
                 "jobs": None,
                 "confirmation": settings.confirmation,

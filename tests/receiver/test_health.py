@@ -313,3 +313,28 @@ def test_health_expects_exactly_what_the_workers_schedule(
     values = dict(itertools.chain.from_iterable(f.items() for f in families))
     settings = make_settings("sqlite://", poll_qrcode_interval_seconds=20, **values)
     assert job_intervals(settings) == _scheduled(settings, tmp_path)
+
+
+def test_a_long_write_does_not_hold_up_healthz(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On SQLite a monitor's reads run beside a writer holding the file's write lock (a
+    worker's batch, the nightly run). On PostgreSQL, reads a lock holds up past the
+    timeout answer 503 ``timeout``, never a request left hanging."""
+    monkeypatch.setattr(ops, "HEALTH_TIMEOUT_SECONDS", 1.0)
+    with served(engine) as http, engine.connect() as holder:
+        if engine.dialect.name == "sqlite":
+            holder.exec_driver_sql("DELETE FROM inbox_item")  # in BEGIN IMMEDIATE: the lock
+            expected = (200, "ok")
+        else:
+            holder.exec_driver_sql("LOCK TABLE inbox_item IN ACCESS EXCLUSIVE MODE")
+            expected = (503, "timeout")
+        started = time.monotonic()
+        status, body = _get(http, "/healthz")
+        took = time.monotonic() - started
+        holder.rollback()
+    assert (status, body["database"]) == expected, body
+    assert took < 3, took
+    if status == 503:
+        [problem] = body["problems"]
+        assert problem.startswith("the database does not answer (no answer within 1 s)")
