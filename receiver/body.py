@@ -43,12 +43,19 @@ def _zlib_header(body: bytes) -> bool:
 
 def decode_body(request: Request, body: bytes, max_bytes: int) -> bytes:
     """The body as its sender wrote it, when it came compressed (``Content-Encoding``:
-    ``gzip`` or ``deflate``): some HTTP clients compress what they post. The limit counts
-    what decompresses, read no further than one byte past it, so a small bomb is refused
-    without being inflated."""
-    encoding = request.headers.get("content-encoding", "").strip().lower()
-    if encoding in ("", "identity"):
-        return body
+    ``gzip`` or ``deflate``): some HTTP clients compress what they post. Codings listed
+    together (``gzip, identity``) were applied in that order and are undone in reverse;
+    ``identity`` changes nothing. The limit counts what decompresses, read no further than
+    one byte past it, so a small bomb is refused without being inflated."""
+    header = request.headers.get("content-encoding", "")
+    codings = [c.strip().lower() for c in header.split(",")]
+    codings = [c for c in codings if c not in ("", "identity")]
+    for encoding in reversed(codings):
+        body = _inflate(body, encoding, max_bytes)
+    return body
+
+
+def _inflate(body: bytes, encoding: str, max_bytes: int) -> bytes:
     wbits = _ENCODINGS.get(encoding)
     if wbits is None:
         raise Problem(415, "unsupported-media-type", f"unsupported Content-Encoding {encoding}")

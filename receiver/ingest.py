@@ -152,7 +152,10 @@ async def _accept(
         log.error("storage_unavailable", route=route, error=type(exc).__name__)
         raise storage_unavailable() from None
     ctx.metrics.stored(route_label(request.scope), len(result.new_ids), result.duplicates)
-    _count_warnings(ctx.metrics, items)
+    if any(item.warnings for item in items):
+        # A provider's retry repeats the warnings of an item it already brought.
+        new = set(result.new_keys)
+        _count_warnings(ctx.metrics, [item for item in items if item.key in new])
     # At DEBUG: a JSON line costs about 80 µs of the event loop's CPU, a sixth of what a
     # delivery costs, and the delivery itself is kept in webhook_delivery with its time,
     # route and request headers; refusals, rarer and kept in quarantine too, stay at INFO.

@@ -74,6 +74,9 @@ class StoreResult:
     new_ids: list[int] = field(default_factory=list)
     duplicates: int = 0
     """Items of this call that were already in the inbox (or repeated within the call)."""
+    new_keys: list[str] = field(default_factory=list)
+    """The keys of ``new_ids``: what this call brought first (its warnings are new facts;
+    a duplicate's were counted when it first came)."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ class _Sightings:
                 result.item_ids.append(item_id)
                 if seen == self.count[key] and self.first[key][0] == index:
                     result.new_ids.append(item_id)
+                    result.new_keys.append(key)
                     result.duplicates += count - 1
                 else:
                     result.duplicates += count

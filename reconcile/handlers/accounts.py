@@ -100,7 +100,7 @@ def handle_movement(session: Session, item: InboxItem) -> None:
     kind, raw = _data(item)
     data = validate(MovementData, raw, f"{kind} notification")
     amount = data.payment.amount if data.payment else None
-    refunds = data.refunds or []
+    refunds = [r for _, r in data.returns()]
     refunded = sum(
         (r.pixRefundAmount for r in refunds if r.pixRefundAmount is not None),
         start=parse_amount("0"),
@@ -151,7 +151,7 @@ def _store_returns(session: Session, item: InboxItem, key: str, data: MovementDa
             "inbox_item_id": item.id,
             "updated_at": utcnow(),
         }
-        for n, r in enumerate(data.refunds or [], start=1)
+        for n, r in data.returns()
     }
     if not rows:
         return
@@ -174,6 +174,8 @@ def _store_returns(session: Session, item: InboxItem, key: str, data: MovementDa
 def handle_cashout(session: Session, item: InboxItem) -> None:
     _, raw = _data(item)
     data = validate(CashoutData, raw, "CASHOUT notification")
+    beside = parse_payload(item)
+    error_code = data.errorCode or (beside.get("errorCode") if isinstance(beside, dict) else None)
     reference = _reference(data, "CASHOUT notification")
     status = data.status or UNKNOWN_STATUS
     upsert_latest(
@@ -187,6 +189,8 @@ def handle_cashout(session: Session, item: InboxItem) -> None:
             "idempotency_key": data.idempotencyKey,
             "end_to_end_id": data.endToEndId,
             "status": status,
+            # The envelope's is not validated with the model: only a code, never any text.
+            "error_code": error_code[:32] if isinstance(error_code, str) else None,
             "message": data.message,
             **_when(data.createdAt, data.endToEndId),
             "rank": MOVEMENT_RANK.get(status, 0) * 1000,

@@ -15,6 +15,7 @@ from pydantic import BeforeValidator, Field, StringConstraints, WithJsonSchema
 
 from reconcile.inbox import NewItem
 from reconcile.models import ItemKind
+from reconcile.money import InvalidAmount, parse_amount
 from reconcile.payloads import (
     AMOUNT,
     UNKNOWN_STATUS,
@@ -141,6 +142,16 @@ class MovementData(Identified):
     payment: Payment | None = None
     refunds: list[RefundInfo] | None = None
 
+    def returns(self) -> list[tuple[int, RefundInfo]]:
+        """The listed returns with their position (from 1), without the entries that were
+        no object (flagged, and read as an empty one to keep the positions): a ``null``
+        in the list is no return of money."""
+        return [
+            (n, r)
+            for n, r in enumerate(self.refunds or [], start=1)
+            if r.model_dump(exclude_none=True)
+        ]
+
     def _expectations(self, already: set[str]) -> list[ItemWarning]:
         found = super()._expectations(already)
         # A movement always moves an amount: without a payment object it lacks one as
@@ -151,17 +162,40 @@ class MovementData(Identified):
 
 
 class CashoutData(Identified):
-    """A pre-settlement failure of a cash-out; often only status and keys."""
+    """A pre-settlement failure of a cash-out; often only status and keys. Its SPI
+    ``errorCode`` (AM04 …) comes beside ``data`` in the documented envelope; some senders
+    put it inside."""
 
     message: str | None = None
+    errorCode: str | None = Field(default=None, max_length=32)
 
 
 class InfractionData(Identified):
-    """A MED infraction: no endToEndId, the infraction must be fetched for it."""
+    """A MED infraction: no endToEndId, the infraction must be fetched for it. Its amounts'
+    field names are not public: the first of each list that is present is read."""
 
     KEYS = ("id",)
     ANY_KEY = False
     EXPECT = {"status": one_of(*INFRACTION_STATUSES, required=True), "createdAt": timestamp()}
+    AMOUNTS: ClassVar[tuple[tuple[str, ...], ...]] = (
+        ("amount", "transactionAmount", "value", "valor"),
+        ("debitedAmount", "debited_amount"),
+        ("blockedAmount", "blocked_amount"),
+    )
+
+    def _expectations(self, already: set[str]) -> list[ItemWarning]:
+        found = super()._expectations(already)
+        # Money at risk in a MED case that cannot be read must say so, not vanish.
+        extra = self.model_extra or {}
+        for names in self.AMOUNTS:
+            name = next((n for n in names if n in extra), None)
+            if name is None or pointer([name]) in already:
+                continue
+            try:
+                parse_amount(extra[name])
+            except InvalidAmount:
+                found.append(ItemWarning(pointer([name]), AMOUNT.what))
+        return found
 
 
 DATA_MODELS: dict[str, type[Identified]] = {
@@ -192,9 +226,9 @@ def _type(document: dict[str, Any], path_type: str | None) -> tuple[str | None, 
 
 def key_of(kind_name: str, data: Identified) -> str:
     key = f"accounts:{kind_name}:{data.reference()}:{data.status or UNKNOWN_STATUS}"
-    if isinstance(data, MovementData) and data.refunds:
+    if isinstance(data, MovementData) and data.returns():
         # A second partial refund keeps the status; the refund count makes it a new fact.
-        key += f":r{len(data.refunds)}"
+        key += f":r{len(data.returns())}"
     return key
 
 

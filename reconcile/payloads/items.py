@@ -139,12 +139,16 @@ class Refusal:
                 f"the notification has {what} without a business key", self.violations
             )
 
-    def keep_the_rest(self, items: list[NewItem], label: str, what: str) -> list[NewItem]:
+    def keep_the_rest(
+        self, items: list[NewItem], label: str, what: str, *, keyed_inside: bool = False
+    ) -> list[NewItem]:
         """A delivery of which no item can be read is refused, naming every violation. One
         with readable items is not: refusing it would refuse them too, on every retry of
         the provider's, until it disables the webhook. Those are stored, and each item
-        without its key is kept whole as ``unsupported``, with where it was in the body."""
-        if not items:
+        without its key is kept whole as ``unsupported``, with where it was in the body.
+        ``keyed_inside``: a refused object holds an item that has its own key (a refund's
+        ``rtrId`` in a Pix without its ``endToEndId``), so the delivery is not refused."""
+        if not items and not keyed_inside:
             self.raise_if_any(what)
         return [
             *items,

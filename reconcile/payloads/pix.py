@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import Field, SkipValidation
+from pydantic import Field, SkipValidation, ValidationError
 
 from reconcile.inbox import NewItem, dump_json
 from reconcile.models import ItemKind
@@ -267,4 +267,24 @@ def pix_callback_items(document: Any) -> list[NewItem]:
         for pix, raw, at in keyed(PixItem, split.candidates, "a Pix", refusal)
         for item in _pix_items(pix, raw, at, refusal)
     ]
-    return split.flag(refusal.keep_the_rest(items, "PIX", "a Pix or a refund"))
+    keyed_inside = any(_holds_a_keyed_refund(raw) for _, raw in refusal.rejected)
+    return split.flag(
+        refusal.keep_the_rest(items, "PIX", "a Pix or a refund", keyed_inside=keyed_inside)
+    )
+
+
+def _holds_a_keyed_refund(raw: Any) -> bool:
+    """Whether a Pix refused for want of its own key lists a refund with the SPI's
+    ``rtrId``: a business key of its own, so the delivery is kept (the Pix, refunds and
+    all, as ``unsupported``; the refund is in the statement and in the poll of its Pix)
+    rather than refused."""
+    found = raw.get("devolucoes") if isinstance(raw, dict) else None
+    for entry in found if isinstance(found, list) else [found]:
+        if not isinstance(entry, dict):
+            continue
+        try:
+            if Devolucao.model_validate(entry).rtrId is not None:
+                return True
+        except ValidationError:
+            continue
+    return False

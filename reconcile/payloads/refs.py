@@ -108,6 +108,8 @@ def item_refs(kind: str, payload: Any) -> Refs:
     elif kind == ItemKind.UNSUPPORTED.value:
         found.take(payload, _ANY)
         found.take(notification_data(payload), _ANY)
+        # A Pix kept without its own key may list refunds with theirs.
+        found.take(payload.get("devolucoes"), (("rtrId", "rtrId"),))
     elif kind.startswith("accounts.") and kind != ItemKind.ACCOUNTS_BALANCE.value:
         data = notification_data(payload)
         found.take(data, (*_MOVEMENT, *_TXID))

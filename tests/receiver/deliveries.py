@@ -213,8 +213,10 @@ def _at(body: Any, path: Path_) -> Any:
 def keyless(draw: st.DrawFn, sample: Sample) -> Sample:
     """The sample with every key of its item (the Pix, recurrence, recurring charge or
     accounts object; each sample has one) taken away or made unreadable: nothing of it
-    can be read."""
-    return _without(draw, sample, sample.key_groups[0])
+    can be read. A refund's ``rtrId`` goes too: it is a key of its own, which alone
+    keeps a Pix without its ``endToEndId`` from being refused."""
+    rtr_ids = [path for group in sample.key_groups[1:] for path in group if path[-1] == "rtrId"]
+    return _without(draw, sample, [*sample.key_groups[0], *rtr_ids])
 
 
 @st.composite

@@ -17,6 +17,7 @@ from reconcile.models import (
     AccountMovement,
     InboxItem,
     Infraction,
+    PayoutReturn,
     PixReceived,
     PixRefund,
     Recurrence,
@@ -206,7 +207,8 @@ def test_domain_rows_from_every_kind(running_node: RunningNode) -> None:
     assert (transfer.amount_cents, transfer.idempotency_key) == (25050, "payout-2026-11-22-0001")
     assert movements[("REFUND", "rcv-000123")].refunded_cents == 1200
     cashout = movements[("CASHOUT", "payout-2026-11-22-0002")]
-    assert (cashout.status, cashout.amount_cents) == ("REJECTED", None)
+    # The SPI code beside ``data`` says why: what finance tells the payee.
+    assert (cashout.status, cashout.amount_cents, cashout.error_code) == ("REJECTED", None, "AC03")
 
     infraction = _rows(running_node, Infraction)[0]
     assert (infraction.infraction_id, infraction.amount_cents) == ("inf-5566", 30000)
@@ -238,3 +240,43 @@ def test_an_older_status_arriving_late_does_not_win(running_node: RunningNode) -
     assert movement.status == "LIQUIDATED"
     refunds = {r.refund_id: r.status for r in _rows(running_node, PixRefund)}
     assert refunds["dev1"] == "DEVOLVIDO"
+
+
+def test_entries_of_a_refunds_list_that_are_no_object_are_no_returns(
+    running_node: RunningNode,
+) -> None:
+    transfer = load("accounts/transfer.json")
+    data = transfer["data"]
+    data["status"] = "PARTIALLY_REFUNDED"
+    data["refunds"] = [
+        {
+            "endToEndId": "D1234567820261127100012345678901",
+            "status": "LIQUIDATED",
+            "pixRefundAmount": "1.00",
+        },
+        None,
+        5,
+    ]
+    answer = running_node.http.post("/webhooks/accounts", json=transfer)
+    assert answer.status_code == 200
+    running_node.wait_processed()
+    (item,) = _rows(running_node, InboxItem)
+    assert item.key.endswith(":PARTIALLY_REFUNDED:r1")
+    assert {w["pointer"] for w in json.loads(item.warnings or "[]")} >= {
+        "/data/refunds/1",
+        "/data/refunds/2",
+    }
+    (movement,) = _rows(running_node, AccountMovement)
+    assert movement.refunded_cents == 100
+    returns = _rows(running_node, PayoutReturn)
+    assert [(r.ref, r.amount_cents) for r in returns] == [("D1234567820261127100012345678901", 100)]
+
+
+def test_a_cash_out_code_inside_data_is_kept_too(running_node: RunningNode) -> None:
+    body = load("accounts/cashout_minimal.json")
+    code = body.pop("errorCode", None) or "AM04"
+    body["data"]["errorCode"] = code
+    assert running_node.http.post("/webhooks/accounts", json=body).status_code == 200
+    running_node.wait_processed()
+    (movement,) = _rows(running_node, AccountMovement)
+    assert movement.error_code == code

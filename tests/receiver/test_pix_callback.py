@@ -227,8 +227,11 @@ def test_text_in_another_encoding_is_read_as_the_sender_wrote_it(
         # Bare deflate data under the name, as some clients send it.
         ("deflate", lambda raw: zlib.compress(raw, wbits=-zlib.MAX_WBITS)),
         ("identity", lambda raw: raw),
+        # Listed codings were applied in order: undone in reverse.
+        ("gzip, identity", gzip.compress),
+        ("deflate, gzip", lambda raw: gzip.compress(zlib.compress(raw))),
     ],
-    ids=["gzip", "deflate", "raw-deflate", "identity"],
+    ids=["gzip", "deflate", "raw-deflate", "identity", "gzip-identity", "deflate-then-gzip"],
 )
 def test_a_compressed_body_is_read_as_it_was_written(
     running_node: RunningNode, encoding: str, compress: Callable[[bytes], bytes]
@@ -254,8 +257,9 @@ def test_a_compressed_body_is_read_as_it_was_written(
         (b"not gzip at all", "gzip", 400, "malformed-json"),
         (gzip.compress(b'{"pix": []}')[:-12], "gzip", 400, "malformed-json"),
         (b"{}", "br", 415, "unsupported-media-type"),
+        (gzip.compress(b"{}"), "br, gzip", 415, "unsupported-media-type"),
     ],
-    ids=["bomb", "not-gzip", "cut-short", "unknown-encoding"],
+    ids=["bomb", "not-gzip", "cut-short", "unknown-encoding", "unknown-among-two"],
 )
 def test_a_body_that_does_not_decompress_is_refused_and_stores_nothing(
     running_node: RunningNode, content: bytes, encoding: str, status: int, slug: str

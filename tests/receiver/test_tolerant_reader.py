@@ -171,6 +171,9 @@ def test_deliveries_as_real_senders_shape_them_are_accepted_flagged_and_processe
     ]
     assert [w["pointer"] for w in flagged["accounts:CASHOUT:p-1:UNKNOWN"]] == ["/data/status"]
 
+    # The provider's retry of a delivery brings no new warning: it counts once.
+    route, body = deliveries[0]
+    assert client.post(route, json=json.loads(dumps(body))).json()["duplicates"] >= 1
     metrics = client.get("/metrics").text
     assert 'pixrecon_item_warnings_total{field="/valor",kind="pix"} 1.0' in metrics
     assert 'pixrecon_item_warnings_total{field="/payload",kind="accounts.receive"} 1.0' in (metrics)
@@ -634,3 +637,27 @@ def test_a_body_refused_in_its_declared_charset_says_which_charset(
     assert "utf-16" in detail, detail
     assert "the charset its Content-Type declares" in detail, detail
     assert _counts(sqlite_engine) == (0, 0, 0)
+
+
+def test_a_pix_without_its_key_but_with_a_keyed_refund_is_answered_200(
+    sqlite_engine: Engine,
+) -> None:
+    rtr_id = "D" + "7" * 31
+    body = {
+        "pix": [
+            {
+                "txid": "abc123",
+                "valor": "10.00",
+                "devolucoes": [
+                    {"id": "d1", "rtrId": rtr_id, "valor": "1.00", "status": "DEVOLVIDO"}
+                ],
+            }
+        ]
+    }
+    with receiver(sqlite_engine) as client:
+        response = _post(client, "/webhooks/qrcode/pix", dumps(body))
+    assert response.status_code == 200, response.text
+    assert response.json() == {"items": 1, "new": 1, "duplicates": 0}
+    with session_scope(sqlite_engine) as session:
+        (item,) = session.execute(select(InboxItem)).scalars()
+        assert (item.kind, item.status) == ("unsupported", "unsupported")

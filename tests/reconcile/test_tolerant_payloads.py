@@ -392,6 +392,21 @@ def test_a_pix_without_a_valid_key_alone_is_still_refused() -> None:
         pix_callback_items({"endToEndId": "bad"})
 
 
+def test_a_pix_without_its_key_whose_refund_has_its_own_is_kept_not_refused() -> None:
+    rtr_id = "D" + "1" * 31
+    refund = {"id": "d1", "rtrId": rtr_id, "valor": "1.00", "status": "DEVOLVIDO"}
+    for listed in ([refund], refund):
+        body = {"pix": [{"txid": "abc123", "valor": "10.00", "devolucoes": listed}]}
+        (item,) = pix_callback_items(body)
+        assert item.kind == "unsupported"
+        assert json.loads(item.payload) == body["pix"][0]
+        assert rtr_id in item.refs
+        assert _warnings(item) == {"/pix/0": "a Pix or a refund with its key"}
+    # A refund's own id means nothing without its Pix's endToEndId.
+    with pytest.raises(PayloadInvalid):
+        pix_callback_items({"pix": [{"txid": "abc123", "devolucoes": [{"id": "d1"}]}]})
+
+
 def test_a_refund_without_its_key_is_told_apart_by_its_pix() -> None:
     refund = {"valor": "2.00", "status": "DEVOLVIDO"}
     kept = [pix_callback_items(pix(e2e=e2e_id(n), devolucoes=[refund]))[-1] for n in (1, 2, 1)]
@@ -590,3 +605,14 @@ def test_an_id_of_the_wrong_length_says_which_length(reference: str, expected: s
     )
     assert [(w.pointer, w.expected) for w in item.warnings] == [("/data/id", expected)]
     assert item.key == "accounts:TRANSFER:idem-1701:LIQUIDATED"
+
+
+@pytest.mark.parametrize("written", ["abc", "99999999999999999999.00", Decimal("1e30"), True])
+def test_an_infractions_amount_that_cannot_be_read_is_flagged(written: Any) -> None:
+    data = {"id": "inf-2", "status": "OPEN", "amount": written, "blockedAmount": "10.00"}
+    (item,) = accounts_items({"type": "INFRACTION", "data": data})
+    assert _warnings(item) == {"/data/amount": AMOUNT_EXPECTED}
+    assert item.key == "accounts:INFRACTION:inf-2:OPEN"
+    readable = {**data, "amount": "300.00", "debitedAmount": 12}
+    (item,) = accounts_items({"type": "INFRACTION", "data": readable})
+    assert _warnings(item) == {}
