@@ -187,9 +187,10 @@ def _lines_of(day: date, entry: Any, repeated: bool) -> list[StatementLine]:
     return [main, netted]
 
 
-def _as_booked(group: list[Any]) -> list[Any]:
+def _as_booked(group: list[Any], before: int | None) -> list[Any]:
     """Entries booked at one instant, in the order their running balances chain (a fee
-    after the credit it was taken from), whichever order they were stored in."""
+    after the credit it was taken from), whichever order they were stored in; ``before``,
+    the balance before them, says where a chain of amounts that cancel begins."""
     if len(group) < 2 or any(entry.balance_after_cents is None for entry in group):
         return group
     order = chain_order(
@@ -199,7 +200,8 @@ def _as_booked(group: list[Any]) -> list[Any]:
                 entry.amount_cents if entry.type == CREDIT else -entry.amount_cents,
             )
             for entry in group
-        ]
+        ],
+        before,
     )
     return group if order is None else [group[n] for n in order]
 
@@ -208,20 +210,27 @@ def statement_lines(engine: Engine, day: date) -> Iterator[StatementLine]:
     """The day's lines by booking time, read in chunks of ``CHUNK`` entries; lines booked
     at the same instant in the order their running balances chain."""
     repeated = _repeated(engine, day)
+    with session_scope(engine) as session:
+        running = balance_before(session, business_day_bounds(day)[0])
     after: tuple[datetime, int] | None = None
     group: list[Any] = []
+
+    def booked_in_order() -> Iterator[StatementLine]:
+        nonlocal running
+        for booked in _as_booked(group, running):
+            yield from _lines_of(day, booked, booked.entry_id in repeated)
+            running = booked.balance_after_cents
+
     while True:
         with session_scope(engine) as session:
             chunk = session.execute(_chunk(day, after)).all()
         for entry in chunk:
             if group and entry.booked_at != group[0].booked_at:
-                for booked in _as_booked(group):
-                    yield from _lines_of(day, booked, booked.entry_id in repeated)
+                yield from booked_in_order()
                 group = []
             group.append(entry)
         if len(chunk) < CHUNK:
-            for booked in _as_booked(group):
-                yield from _lines_of(day, booked, booked.entry_id in repeated)
+            yield from booked_in_order()
             return
         after = (chunk[-1].booked_at, chunk[-1].id)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +24,13 @@ def _cents(value: Any) -> int:
     return int(value or 0)
 
 
-def _chain_ends(lines: Sequence[tuple[int, int]]) -> tuple[int, int]:
+def _no_balance() -> int | None:
+    return None
+
+
+def _chain_ends(
+    lines: Sequence[tuple[int, int]], before: Callable[[], int | None] = _no_balance
+) -> tuple[int, int]:
     """The balance before and after a group of lines booked at the same instant.
 
     Lines that share a timestamp have no order we can trust: the provider applied them in
@@ -40,21 +46,32 @@ def _chain_ends(lines: Sequence[tuple[int, int]]) -> tuple[int, int]:
     closing = afters - befores
     if opening.total() == 1 and closing.total() == 1:
         return next(iter(opening)), next(iter(closing))
+    if not opening and not closing:
+        # Amounts that cancel (a Pix and the fee of its whole amount) close a cycle: any
+        # line could have come first, and only the balance before the group (``before``,
+        # asked only now) says which did. The group then ends where it began.
+        known = before()
+        if known is not None and known in befores:
+            return known, known
     # Not one chain (a line missing inside the group, or amounts that cancel): fall back to
     # the group's extremes by our own order, and let the drift show what does not add up.
     (first_after, first_signed), (last_after, _) = lines[0], lines[-1]
     return first_after - first_signed, last_after
 
 
-def chain_order(lines: Sequence[tuple[int, int]]) -> list[int] | None:
+def chain_order(lines: Sequence[tuple[int, int]], before: int | None = None) -> list[int] | None:
     """The order the provider applied lines booked at the same instant, as indexes into
     ``lines`` ((balance after, signed amount) each): each line's balance before it is the
-    balance after the one before. ``None`` when they do not form one chain."""
+    balance after the one before. ``before``, the balance before the group when known,
+    decides where a cycle (amounts that cancel) begins. ``None`` when they do not form
+    one chain."""
     by_before: dict[int, list[int]] = {}
     for n, (after, signed) in enumerate(lines):
         by_before.setdefault(after - signed, []).append(n)
     afters = {after for after, _ in lines}
     starts = [n for n, (after, signed) in enumerate(lines) if after - signed not in afters]
+    if not starts and before is not None:
+        starts = by_before.get(before, [])
     if len(starts) != 1:
         return None
     order, at = [starts[0]], lines[starts[0]][0]
@@ -99,7 +116,9 @@ def balance_before(session: Session, instant: datetime) -> int | None:
     earlier = and_(S.c.booked_at < instant, S.c.balance_after_cents.is_not(None))
     last_at = session.execute(select(func.max(S.c.booked_at)).where(earlier)).scalar()
     if last_at is not None and (reading is None or as_utc(last_at) > as_utc(reading[0])):
-        _, after = _chain_ends(_lines_at(session, earlier, last_at))
+        _, after = _chain_ends(
+            _lines_at(session, earlier, last_at), lambda: balance_before(session, last_at)
+        )
         return after
     return None if reading is None else int(reading[1])
 
@@ -144,8 +163,10 @@ def balance_drift(session: Session, ctx: RunContext) -> dict[str, Any]:
             if quiet
             else "the day's statement lines carry no running balance",
         }
-    statement_opening, _ = _chain_ends(lines_at(first_at))
-    _, closing = _chain_ends(lines_at(last_at))
+    statement_opening, _ = _chain_ends(
+        lines_at(first_at), lambda: balance_before(session, first_at)
+    )
+    _, closing = _chain_ends(lines_at(last_at), lambda: balance_before(session, last_at))
     opening = opening_reading if opening_reading is not None else statement_opening
     drift = int(opening) + _cents(credits) - _cents(debits) - closing
     return {

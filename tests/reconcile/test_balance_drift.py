@@ -23,14 +23,16 @@ DAY = date(2026, 3, 10)
 START, _ = business_day_bounds(DAY)
 
 
-def _ledger(opening: int, amounts: list[int], instants: list[datetime]) -> list[dict[str, Any]]:
+def _ledger(
+    opening: int, amounts: list[int], instants: list[datetime], name: str = "line"
+) -> list[dict[str, Any]]:
     """Lines as the provider books them: in order, each with its running balance."""
     balance, lines = opening, []
     for n, (amount, at) in enumerate(zip(amounts, instants, strict=True)):
         balance += amount
         lines.append(
             {
-                "entry_id": f"line-{n}",
+                "entry_id": f"{name}-{n}",
                 "type": "CREDIT" if amount > 0 else "DEBIT",
                 "amount_cents": abs(amount),
                 "balance_after_cents": balance,
@@ -139,3 +141,45 @@ def test_the_statement_export_shows_a_fee_after_the_credit_it_came_from(engine: 
     lines = list(statement_lines(engine, DAY))
     assert [line.entry_id for line in lines] == [credit["entry_id"], fee["entry_id"]]
     assert [line.balance_after_cents for line in lines] == [2_599_90, 2_598_91]
+
+
+@pytest.mark.parametrize("stored_fee_first", [True, False])
+def test_a_pix_and_the_fee_of_its_whole_amount_at_the_days_last_instant(
+    engine: Engine, stored_fee_first: bool
+) -> None:
+    """A 0.50 tip whose fee is capped at 0.50: its two lines cancel, so their balances
+    form a cycle that any of them could begin. The balance before them decides: the day
+    closes where the tip's fee left it, and the export shows the credit first."""
+    morning, last = START + timedelta(hours=9), START + timedelta(hours=23, minutes=45)
+    earlier = _ledger(100_00, [45_00, -99], [morning, morning])
+    tip, fee = _ledger(earlier[-1]["balance_after_cents"], [50, -50], [last, last], "tip")
+    _store(engine, [*earlier, *([fee, tip] if stored_fee_first else [tip, fee])])
+
+    report = _drift(engine)
+
+    assert (report["opening_cents"], report["closing_cents"]) == (100_00, 144_01)
+    assert report["drift_cents"] == 0
+    exported = list(statement_lines(engine, DAY))
+    assert [line.entry_id for line in exported][-2:] == [tip["entry_id"], fee["entry_id"]]
+    assert exported[-1].balance_after_cents == 144_01
+
+
+def test_a_cycle_at_the_days_first_instant_opens_at_the_balance_before_it(engine: Engine) -> None:
+    _store(engine, _ledger(300_00, [10_00], [START - timedelta(hours=2)]))
+    at = START + timedelta(hours=8)
+    tip, fee = _ledger(310_00, [30, -30], [at, at], "tip")
+    _store(engine, [fee, tip])
+    report = _drift(engine)
+    assert (report["opening_cents"], report["closing_cents"], report["drift_cents"]) == (
+        310_00,
+        310_00,
+        0,
+    )
+
+
+def test_a_cycle_begins_where_the_balance_before_it_says() -> None:
+    credit, fee = (144_51, 50), (144_01, -50)
+    assert chain_order([fee, credit], before=144_01) == [1, 0]
+    assert chain_order([credit, fee], before=144_51) == [1, 0]
+    # Without the balance before them, no order is sure.
+    assert chain_order([fee, credit]) is None
