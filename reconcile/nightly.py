@@ -308,7 +308,11 @@ def reconcile_day(
             counts, deliveries = _tally(session, run_id)
             pending = pending_items(session, ctx)
             incomplete = incomplete_because(
-                session, ctx, read, has_items=any(any(c.values()) for c in counts.values())
+                session,
+                ctx,
+                read,
+                has_items=any(any(c.values()) for c in counts.values()),
+                balance_known=bridge["residual_cents"] is not None,
             )
             verdict = judge(
                 incomplete=incomplete,

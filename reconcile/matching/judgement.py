@@ -19,6 +19,7 @@ from sqlalchemy import ColumnElement, String, Table, bindparam, func, literal, s
 from sqlmodel import Session
 
 from reconcile.db import table_of
+from reconcile.formats import br_date
 from reconcile.matching.context import RunContext
 from reconcile.matching.verdicts import refund_priority
 from reconcile.models import (
@@ -224,7 +225,12 @@ def unconfirmable(session: Session, ctx: RunContext, sources: Sources) -> list[s
 
 
 def incomplete_because(
-    session: Session, ctx: RunContext, sources: Sources, has_items: bool
+    session: Session,
+    ctx: RunContext,
+    sources: Sources,
+    has_items: bool,
+    *,
+    balance_known: bool = True,
 ) -> list[str]:
     reasons = list(sources.problems)
     if not sources.qrcode and not sources.accounts:
@@ -240,6 +246,14 @@ def incomplete_because(
             "the provider's statement was not read for the day and none of its lines is "
             "stored: nothing says whether money moved (run `pixrecon reconcile` without "
             "--no-poll, or see why the accounts poll fails)"
+        )
+    if sources.accounts and not reasons and not balance_known:
+        # The bridge cannot close: "adds up" would be a claim nothing backs.
+        reasons.append(
+            f"no balance is known for {br_date(ctx.day)}: no balance reading and no statement "
+            "line up to the day's end says what the account held, so its bridge from "
+            "opening to closing balance cannot be closed (poll the balance with `pixrecon "
+            "poll`; a day before the statement's first line has none)"
         )
     reasons.extend(unconfirmable(session, ctx, sources))
     return reasons

@@ -155,6 +155,15 @@ def balance_drift(session: Session, ctx: RunContext) -> dict[str, Any]:
         opening = balance_before(session, ctx.start)
         moved = _cents(credits) - _cents(debits)
         quiet = not credits and not debits
+        if opening is None and quiet:
+            # Nothing moved all day (its statement was read): a reading taken during it is
+            # the balance the day opened and closed at, the account's first day included.
+            opening = session.execute(
+                select(B.c.available_cents)
+                .where(B.c.taken_at >= ctx.start, B.c.taken_at <= min(ctx.as_of, ctx.end))
+                .order_by(B.c.taken_at)
+                .limit(1)
+            ).scalar()
         return {
             "opening_cents": opening,
             "closing_cents": None if opening is None else opening + moved,

@@ -1,6 +1,6 @@
 """``pixrecon reconcile`` never calls a day reconciled that nothing was read for: a day
 that has not begun is refused, and a day with no statement line is quiet only when the
-statement was read."""
+statement was read and a balance says where it stood."""
 
 from __future__ import annotations
 
@@ -77,6 +77,19 @@ def test_a_quiet_day_is_reconciled_only_once_its_statement_was_read(
     assert report["verdict"] == "incomplete"
     assert "statement was not read" in " ".join(report["incomplete_because"])
 
+    # Read, and nothing moved: but the account's balance was read only now, after the
+    # day, so nothing says what it held then and the bridge cannot close.
     read = run_pixrecon("reconcile", "--date", yesterday, "--format", "json", env=env, cwd=tmp_path)
-    assert read.returncode == 0, read.stderr + read.stdout
-    assert json.loads(read.stdout)["verdict"] == "reconciled"
+    assert read.returncode == 2, read.stderr + read.stdout
+    report = json.loads(read.stdout)
+    assert report["verdict"] == "incomplete"
+    assert report["bridge"]["residual_cents"] is None
+    assert "no balance is known" in " ".join(report["incomplete_because"])
+
+    # Today, read and quiet, with the balance read during it: it opened and closed there.
+    today = business_today().isoformat()
+    now = run_pixrecon("reconcile", "--date", today, "--format", "json", env=env, cwd=tmp_path)
+    assert now.returncode == 0, now.stderr + now.stdout
+    report = json.loads(now.stdout)
+    assert report["verdict"] == "reconciled"
+    assert report["bridge"]["residual_cents"] == 0

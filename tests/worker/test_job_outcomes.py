@@ -46,9 +46,15 @@ def test_today_is_incomplete_until_the_statement_is_polled(node: RunningNode) ->
     )
 
     jobs.poll_accounts()
+    # The balance read by the poll is the quiet day's balance once a worker has stored it.
+    node.wait_processed()
     jobs.reconcile_today()
     after = _latest(engine)
     assert after.verdict == "reconciled", after.report
+    assert after.report is not None
+    balance = json.loads(after.report)["balance"]
+    assert balance["opening_cents"] is not None
+    assert balance["opening_cents"] == balance["closing_cents"]
 
 
 def test_a_job_that_crashes_says_so_in_one_line_and_runs_again(
