@@ -133,10 +133,16 @@ def cannot_write(path: Path, exc: OSError | None = None) -> str:
         return ""
     if path.is_dir():
         why = f"it is a folder: name a file, e.g. {escape(str(path / 'NAME'))}"
-    elif number == errno.ENOENT:
+    elif number == errno.ENOENT and not path.parent.is_dir():
         why = (
             f"the folder {escape(str(path.parent))} does not exist: create it, or name a "
             "file in a folder that does"
+        )
+    elif number == errno.ENOENT:
+        # The folder is there, but takes no new file (``/proc``, a vanished mount).
+        why = (
+            f"no file can be created in {escape(str(path.parent))}: name a file in a "
+            "folder of your own"
         )
     elif number == errno.EROFS:
         why = "the file system is read-only: name a file on a writable one"

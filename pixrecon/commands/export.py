@@ -20,6 +20,7 @@ from pixrecon.commands.common import (
     console,
     database_or_exit,
     day_option,
+    err,
     fail,
     writable_or_exit,
 )
@@ -38,10 +39,18 @@ def _write(chunks: Iterable[str], handle: BinaryIO) -> None:
     handle.flush()
 
 
-def to_file(chunks: Iterable[str], path: Path) -> None:
+def to_file(chunks: Iterable[str], path: Path) -> bool:
     """Written beside the target and renamed into place once complete: an importer
-    watching the folder never picks up half a day. Raises ``OSError``, for the caller to
-    word (``cannot_write``)."""
+    watching the folder never picks up half a day. A symbolic link is followed (the file
+    it names is replaced, the link stays); what is no regular file — a named pipe, a
+    device such as ``/dev/stdout`` — is written into, as it cannot be renamed onto.
+    Whether it was such a stream, where a confirmation printed to standard output could
+    land in the data. Raises ``OSError``, for the caller to word (``cannot_write``)."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        with path.open("wb") as handle:
+            _write(chunks, handle)
+        return True
+    path = Path(os.path.realpath(path))
     partial = path.with_name(path.name + ".partial")
     try:
         with partial.open("wb") as handle:
@@ -50,6 +59,7 @@ def to_file(chunks: Iterable[str], path: Path) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
             partial.unlink()
+    return False
 
 
 def export_command(
@@ -102,7 +112,7 @@ def export_command(
             _write(made.chunks, sys.stdout.buffer)
             return
         try:
-            to_file(made.chunks, path)
+            streamed = to_file(made.chunks, path)
         except OSError as exc:
             raise fail(cannot_write(path, exc)) from None
     except ExportError as exc:
@@ -110,4 +120,6 @@ def export_command(
     finally:
         engine.dispose()
     where = escape(os.fspath(path))
-    console.print(f"exported the {kind.value} of {br_date(business_day)} to {where}")
+    (err if streamed else console).print(
+        f"exported the {kind.value} of {br_date(business_day)} to {where}"
+    )

@@ -10,6 +10,8 @@ import json
 import logging
 import os
 import shutil
+import stat
+import threading
 from collections.abc import Callable, Iterator
 from datetime import date, timedelta
 from pathlib import Path
@@ -102,6 +104,56 @@ def test_standard_output_and_a_file_hold_the_same_export(
     assert "exported the exceptions of 10/03/2026" in said
     assert target.read_bytes().decode("utf-8") == out
     assert [p.name for p in target.parent.iterdir()] == ["exceptions.csv"]  # no .partial
+
+
+def test_a_link_a_named_pipe_and_a_device_take_the_export_as_such(
+    pixrecon: Callable[..., Result], tmp_path: Path
+) -> None:
+    asked = ("export", "--date", DAY.isoformat(), "--kind", "exceptions", "--format", "csv")
+    expected = pixrecon(*asked)[1]
+    # A link stays a link: the file it names gets the export.
+    real, link = tmp_path / "real.csv", tmp_path / "link.csv"
+    real.write_text("old")
+    link.symlink_to(real)
+    assert pixrecon(*asked, "-o", str(link))[0] == 0
+    assert link.is_symlink()
+    assert real.read_bytes().decode("utf-8") == expected
+    # A named pipe is written into, for whoever reads it, and stays a pipe.
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(pipe.read_bytes()))
+    reader.start()
+    code, out, err = pixrecon(*asked, "-o", str(pipe))
+    reader.join(timeout=30)
+    assert code == 0, err
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    assert got == [expected.encode("utf-8")]
+    # Said on stderr: on standard output it could land in the data.
+    assert out == ""
+    assert "exported the exceptions" in err
+    # A device that takes nothing says so, and stays what it was.
+    _one_line(pixrecon(*asked, "-o", "/dev/full"), "cannot write /dev/full: no space left")
+    assert stat.S_ISCHR(Path("/dev/full").stat().st_mode)
+
+
+def test_a_folder_that_takes_no_new_file_is_named_for_what_it_is(
+    pixrecon: Callable[..., Result],
+) -> None:
+    _one_line(
+        pixrecon(
+            "export",
+            "--date",
+            DAY.isoformat(),
+            "--kind",
+            "exceptions",
+            "-f",
+            "csv",
+            "-o",
+            "/proc/exceptions.csv",
+        ),
+        "cannot write /proc/exceptions.csv: no file can be created in /proc",
+    )
 
 
 def test_each_kind_in_its_formats(pixrecon: Callable[..., Result]) -> None:
