@@ -111,8 +111,10 @@ def match_charges(session: Session, ctx: RunContext) -> None:
     gone = or_(
         expected.c.status.like("REMOVID%"),
         expected.c.status.in_(("EXPIRADA", "REJEITADA", "CANCELADA")),
-        # Judged as of the day's end: re-running a past day never expires it later.
-        and_(expected.c.kind == "cob", expected.c.expires_at < ctx.as_of),
+        # Judged as of the day's end: re-running a past day never expires it later. One
+        # that expires at that very instant can no longer be paid (criacao + expiracao is
+        # its end, as the provider counts it).
+        and_(expected.c.kind == "cob", expected.c.expires_at <= ctx.as_of),
         and_(expected.c.kind == "cobv", expected.c.payable_until < ctx.today),
     )
     paid_cents = func.coalesce(paid.c.cents, 0)

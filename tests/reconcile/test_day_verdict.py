@@ -299,6 +299,21 @@ def test_a_past_day_gives_the_same_answer_whenever_it_is_asked(
     assert later.report["charges"] == {"unpaid": 2}
 
 
+def test_a_charge_that_expires_at_the_days_last_instant_is_expired_on_it(engine: Engine) -> None:
+    """Created at 23:00 to live an hour: at midnight it can no longer be paid, as the
+    provider counts it, so the day says expired and so does any later run."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    book.charge("cob", "cobexpiresatmidnight000000001", 2_500, "23:00", expiracao=3_600)
+    book.charge("cob", "cobexpiresasecondlater0000001", 2_500, "23:00", expiracao=3_601)
+    first = reconcile_day(engine, PAST, now=AFTER)
+    assert first.report["charges"] == {"expired": 1, "unpaid": 1}
+    assert (
+        reconcile_day(engine, PAST, now=AFTER + timedelta(weeks=3)).report["charges"]
+        == (first.report["charges"])
+    )
+
+
 def test_a_due_date_charge_paid_late_with_its_fine_and_interest_is_paid(engine: Engine) -> None:
     book = DayBook(engine, PAST)
     _clean_day(book)
