@@ -35,6 +35,7 @@ from pixrecon.commands.reconcile import reconcile_command
 from pixrecon.commands.sandbox import sandbox
 from pixrecon.commands.serve import serve, worker
 from pixrecon.commands.webhooks import webhooks_app
+from pixrecon.output import ReaderMayLeave
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.logs import configure_logging
 from reconcile.settings import DEFAULT_DATABASE_URL, Settings, get_settings
@@ -126,6 +127,15 @@ def named_command(words: Sequence[str]) -> tuple[Any, list[str]]:
 def run(args: list[str] | None = None) -> int:
     """Run one command; every way it can end is an exit code of the README's table, with
     one line on stderr when it could not run — never a traceback."""
+    stdout = sys.stdout
+    sys.stdout = ReaderMayLeave(stdout)
+    try:
+        return _run(args)
+    finally:
+        sys.stdout = stdout
+
+
+def _run(args: list[str] | None) -> int:
     try:
         _start_logging()
         code = app(args=args, prog_name="pixrecon", standalone_mode=False)

@@ -11,6 +11,8 @@ import logging
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from datetime import date, timedelta
@@ -328,3 +330,41 @@ def test_reconcile_exports_through_the_same_code(
     assert row["actual"] == "12.34"
     exported = pixrecon("export", "--date", DAY.isoformat(), "--kind", "exceptions", "-f", "csv")[1]
     assert target.read_bytes().decode("utf-8") == exported
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        ("export", "--date", DAY.isoformat(), "--kind", "exceptions", "--format", "csv"),
+        ("reconcile", "--date", DAY.isoformat(), "--no-poll"),
+    ],
+    ids=["export", "reconcile"],
+)
+def test_a_reader_that_goes_away_changes_no_exit_code(
+    database: str, tmp_path: Path, asked: tuple[str, ...]
+) -> None:
+    """``pixrecon … | head -1``: the rest of the output goes nowhere, and the command
+    ends as it would have with every line read — no error line, no other exit code."""
+    env = clean_env(database_url=database, log_json="0")
+    whole = subprocess.run(
+        [sys.executable, "-m", "pixrecon", *asked],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    assert whole.stdout
+    cut = subprocess.Popen(
+        [sys.executable, "-m", "pixrecon", *asked],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert cut.stdout is not None
+    assert cut.stderr is not None
+    cut.stdout.close()  # before the first line is written: every write meets a closed pipe
+    said = cut.stderr.read().decode()
+    assert cut.wait(timeout=120) == whole.returncode, said
+    assert said == whole.stderr.decode()
