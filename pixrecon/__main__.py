@@ -1,3 +1,3 @@
-from pixrecon.cli import main
+from pixrecon.entry import main
 
 main()

@@ -200,7 +200,3 @@ def _crashed(exc: Exception) -> int:
         "PIXRECON_LOG_LEVEL=DEBUG shows where it happened"
     )
     return EXIT_COULD_NOT_RUN
-
-
-def main() -> None:
-    raise SystemExit(run())

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import shutil
@@ -219,3 +220,31 @@ def test_ctrl_c_while_matching_fails_the_run_and_keeps_no_verdict(
     assert "its run is marked failed and keeps no verdict" in line
     assert "nothing was concluded" in line
     assert _runs(database)[0] == first  # the day's answer is still the run before
+
+
+@pytest.mark.parametrize("log_json", ["0", "1"])
+def test_ctrl_c_while_the_commands_are_still_loading_is_one_line_too(
+    tmp_path: Path, log_json: str
+) -> None:
+    """Importing the commands takes over a second: a Ctrl-C then ends like any other."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pixrecon", "--help"],
+        cwd=tmp_path,
+        env=clean_env(log_json=log_json),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # Past the interpreter's own start (its SIGINT handler set), well before the imports end.
+    threading.Event().wait(0.25)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert out == ""
+    assert "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert "interrupted while starting" in line
+    if log_json == "1":
+        assert json.loads(line)["event"] == "command_interrupted"
+    else:
+        assert line.startswith("interrupted: ")
