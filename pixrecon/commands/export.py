@@ -28,6 +28,7 @@ from reconcile.exports.files import Format, Kind, encoded, open_export
 from reconcile.exports.ofx import OfxAccount
 from reconcile.exports.table import ExportError
 from reconcile.formats import br_date
+from reconcile.logs import json_enabled
 from reconcile.settings import get_settings
 
 STDOUT = "-"
@@ -120,6 +121,8 @@ def export_command(
     finally:
         engine.dispose()
     where = escape(os.fspath(path))
-    (err if streamed else console).print(
-        f"exported the {kind.value} of {br_date(business_day)} to {where}"
-    )
+    said = f"exported the {kind.value} of {br_date(business_day)} to {where}"
+    if not streamed:
+        console.print(said)
+    elif not json_enabled():  # stderr of JSON logs takes log events only
+        err.print(said)

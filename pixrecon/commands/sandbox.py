@@ -17,8 +17,8 @@ from pixrecon.commands.common import (
     Interrupted,
     console,
     day_option,
-    err,
     fail,
+    say,
     writable_or_exit,
 )
 from pixrecon.sandbox_wiring import SandboxUrls, env_lines, sandbox_settings
@@ -95,9 +95,10 @@ def sandbox(
         # Nothing is notified without a scenario: there is no secret to tell.
         secret = None
     elif secret is None:
-        err.print(
-            "[yellow]no webhook secret (--webhook-secret or PIXRECON_WEBHOOK_SECRETS): "
-            "notifications are sent without a secret header[/]"
+        say(
+            "no webhook secret (--webhook-secret or PIXRECON_WEBHOOK_SECRETS): "
+            "notifications are sent without a secret header",
+            level="warning",
         )
     if secret is not None and "," in secret:
         raise fail("a webhook secret cannot contain a comma (PIXRECON_WEBHOOK_SECRETS is a list)")
