@@ -149,8 +149,13 @@ class GroupCommitter:
         except TimeoutError:
             self._withdraw(waiting)
         # Withdrawn, the future holds ``Overloaded``; already in a transaction, its own
-        # answer is coming, whatever it is.
-        return await future
+        # answer is coming — within the grace, or the request is answered unacknowledged:
+        # a SQLite file another process holds locked keeps the writer waiting up to its
+        # busy timeout (30 s), past the provider's own timeout.
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), IN_FLIGHT_GRACE)
+        except TimeoutError:
+            raise Stalled(f"not confirmed written within {self._deadline:g} s") from None
 
     def _withdraw(self, waiting: _Waiting) -> None:
         """Answer ``Overloaded`` to a delivery past its deadline that no transaction has
