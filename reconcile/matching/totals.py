@@ -48,15 +48,27 @@ def _chain_ends(
         return next(iter(opening)), next(iter(closing))
     if not opening and not closing:
         # Amounts that cancel (a Pix and the fee of its whole amount) close a cycle: any
-        # line could have come first, and only the balance before the group (``before``,
-        # asked only now) says which did. The group then ends where it began.
+        # line could have come first, and the balance before the group (``before``, asked
+        # only now) says which did. The group then ends where it began. With no balance
+        # known before it, money came in before a fee could be taken from it: the cycle
+        # begins with a credit.
         known = before()
+        if known is None:
+            known = _credit_first(lines)
         if known is not None and known in befores:
             return known, known
     # Not one chain (a line missing inside the group, or amounts that cancel): fall back to
     # the group's extremes by our own order, and let the drift show what does not add up.
     (first_after, first_signed), (last_after, _) = lines[0], lines[-1]
     return first_after - first_signed, last_after
+
+
+def _credit_first(lines: Sequence[tuple[int, int]]) -> int | None:
+    """Where a cycle of lines begins when nothing before it is known: at a credit (a
+    fee, the usual debit of such a cycle, is booked right after the Pix it is taken
+    from); ``None`` when its credits start from different balances."""
+    starts = {after - signed for after, signed in lines if signed > 0}
+    return next(iter(starts)) if len(starts) == 1 else None
 
 
 def chain_order(lines: Sequence[tuple[int, int]], before: int | None = None) -> list[int] | None:
@@ -70,8 +82,9 @@ def chain_order(lines: Sequence[tuple[int, int]], before: int | None = None) -> 
         by_before.setdefault(after - signed, []).append(n)
     afters = {after for after, _ in lines}
     starts = [n for n, (after, signed) in enumerate(lines) if after - signed not in afters]
-    if not starts and before is not None:
-        starts = by_before.get(before, [])
+    if not starts:
+        begins = before if before is not None else _credit_first(lines)
+        starts = by_before.get(begins, []) if begins is not None else []
     if len(starts) != 1:
         return None
     order, at = [starts[0]], lines[starts[0]][0]

@@ -181,5 +181,23 @@ def test_a_cycle_begins_where_the_balance_before_it_says() -> None:
     credit, fee = (144_51, 50), (144_01, -50)
     assert chain_order([fee, credit], before=144_01) == [1, 0]
     assert chain_order([credit, fee], before=144_51) == [1, 0]
-    # Without the balance before them, no order is sure.
-    assert chain_order([fee, credit]) is None
+    # Without the balance before them, money comes in before a fee is taken from it.
+    assert chain_order([fee, credit]) == [1, 0]
+    # Two credits from different balances in one cycle: no order is sure.
+    assert chain_order([(150, 50), (100, -50), (200, 50), (150, -50)]) is None
+
+
+def test_a_pix_eaten_by_its_fee_on_an_account_with_no_earlier_line(engine: Engine) -> None:
+    """The day's first and only lines: a 0.50 Pix and its 0.50 fee, stored fee first, no
+    balance known before them. The day opens and closes where the credit began."""
+    at = START + timedelta(hours=9)
+    tip, fee = _ledger(10_00, [50, -50], [at, at], "tip")
+    _store(engine, [fee, tip])
+    report = _drift(engine)
+    assert (report["opening_cents"], report["closing_cents"], report["drift_cents"]) == (
+        10_00,
+        10_00,
+        0,
+    )
+    exported = list(statement_lines(engine, DAY))
+    assert [line.entry_id for line in exported] == [tip["entry_id"], fee["entry_id"]]
