@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from functools import cached_property
 from typing import Any
 
@@ -106,11 +106,17 @@ class NightlyResult:
         return {**self.summary, "exceptions": self.exceptions()}
 
 
-def _statement_known(session: Session, day: date) -> bool:
+def _statement_known(session: Session, day: date, date_lag: timedelta) -> bool:
+    """Whether the statement has lines for the day — or within the date lag after it: a
+    day whose only movement the provider booked just after midnight has its statement
+    too (that line is carried out of it)."""
     start, end = business_day_bounds(day)
     found = session.execute(
         select(StatementEntry.id)  # type: ignore[call-overload]
-        .where(col(StatementEntry.booked_at) >= start, col(StatementEntry.booked_at) < end)
+        .where(
+            col(StatementEntry.booked_at) >= start,
+            col(StatementEntry.booked_at) < end + date_lag,
+        )
         .limit(1)
     ).first()
     return found is not None
@@ -280,7 +286,11 @@ def reconcile_day(
                 # with benchmarks/nightly.py): the statements are few and run once.
                 session.execute(text("SET LOCAL jit = off"))
             ctx = RunContext.for_day(
-                run_id, day, now, _statement_known(session, day), judging or Judging()
+                run_id,
+                day,
+                now,
+                _statement_known(session, day, (judging or Judging()).date_lag),
+                judging or Judging(),
             )
             ctx = replace(ctx, parallel=is_big_day(session, ctx))
             # What each due-date charge paid today owed on the day it was paid.

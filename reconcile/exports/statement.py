@@ -37,7 +37,7 @@ from reconcile.matching.context import (
     REFUND_SENT,
     RunContext,
 )
-from reconcile.matching.totals import balance_before, balance_drift, chain_order
+from reconcile.matching.totals import balance_after, balance_before, balance_drift, chain_order
 from reconcile.models import StatementEntry
 from reconcile.timeutil import as_utc, business_day_bounds, utcnow
 
@@ -264,7 +264,11 @@ def day_balance(engine: Engine, day: date, now: datetime | None = None) -> DayBa
                 select(func.count(), func.coalesce(func.sum(signed), 0)).where(_of_day(day))
             ).one()
             if not lines:
+                # Nothing moved: what the first balance known after the day says, when
+                # nothing before it does (the account's first days).
+                opening = opening if opening is not None else balance_after(session, start)
                 closing = balance_before(session, end)
+                closing = closing if closing is not None else opening
             elif opening is not None:
                 closing = opening + int(change)
     if closing is None:

@@ -136,6 +136,27 @@ def balance_before(session: Session, instant: datetime) -> int | None:
     return None if reading is None else int(reading[1])
 
 
+def balance_after(session: Session, instant: datetime) -> int | None:
+    """For a stretch with no line from ``instant`` on, whose statement was read: the
+    first balance known after it — a reading, or the balance before the first line
+    booked after it, whichever came first. Nothing moved in between (no line is stored
+    there), so the balance stood there at ``instant`` too: the account's first days, and
+    quiet days whose only neighbour is a later line, have a balance."""
+    S, B = table_of(StatementEntry), table_of(BalanceSnapshot)
+    reading = session.execute(
+        select(B.c.taken_at, B.c.available_cents)
+        .where(B.c.taken_at >= instant)
+        .order_by(B.c.taken_at)
+        .limit(1)
+    ).first()
+    later = and_(S.c.booked_at >= instant, S.c.balance_after_cents.is_not(None))
+    first_at = session.execute(select(func.min(S.c.booked_at)).where(later)).scalar()
+    if first_at is not None and (reading is None or as_utc(first_at) <= as_utc(reading[0])):
+        opening, _ = _chain_ends(_lines_at(session, later, first_at))
+        return opening
+    return None if reading is None else int(reading[1])
+
+
 def balance_drift(session: Session, ctx: RunContext) -> dict[str, Any]:
     """opening + credits - debits - closing, from the statement's running balance and
     the balance readings. Non-zero means lines are missing from what was polled (or the
@@ -169,14 +190,7 @@ def balance_drift(session: Session, ctx: RunContext) -> dict[str, Any]:
         moved = _cents(credits) - _cents(debits)
         quiet = not credits and not debits
         if opening is None and quiet:
-            # Nothing moved all day (its statement was read): a reading taken during it is
-            # the balance the day opened and closed at, the account's first day included.
-            opening = session.execute(
-                select(B.c.available_cents)
-                .where(B.c.taken_at >= ctx.start, B.c.taken_at <= min(ctx.as_of, ctx.end))
-                .order_by(B.c.taken_at)
-                .limit(1)
-            ).scalar()
+            opening = balance_after(session, ctx.start)
         return {
             "opening_cents": opening,
             "closing_cents": None if opening is None else opening + moved,

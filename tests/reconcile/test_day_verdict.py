@@ -72,6 +72,36 @@ def test_a_quiet_day_after_a_busy_one_closes_at_the_balance_it_opened_with(
     assert result.verdict is DayVerdict.RECONCILED, result.report
 
 
+def test_a_quiet_day_before_the_first_line_takes_the_balance_that_line_began_from(
+    engine: Engine,
+) -> None:
+    """The day before the account's first statement line: nothing moved, so it stood at
+    the balance that line started from."""
+    book = DayBook(engine, PAST)
+    opening = book.balance
+    _clean_day(book)
+    before = PAST - timedelta(days=1)
+    result = reconcile_day(
+        engine,
+        before,
+        now=business_day_bounds(before)[1] + timedelta(hours=2),
+        sources=Sources(statement_read=True),
+    )
+    bridge = result.report["bridge"]
+    assert (bridge["opening_cents"], bridge["closing_cents"]) == (opening, opening)
+    assert result.verdict is DayVerdict.RECONCILED, result.report
+
+
+def test_a_quiet_day_no_balance_speaks_for_is_incomplete_not_reconciled(engine: Engine) -> None:
+    """Read, and nothing moved, but no reading and no line anywhere says what the account
+    held: the bridge cannot close, and the day is not called reconciled."""
+    result = reconcile_day(engine, PAST, now=AFTER, sources=Sources(statement_read=True))
+    assert result.report["bridge"]["residual_cents"] is None
+    assert result.verdict is DayVerdict.INCOMPLETE, result.report
+    (why,) = result.report["incomplete_because"]
+    assert why.startswith(f"no balance is known for {PAST.strftime('%d/%m/%Y')}")
+
+
 def test_a_clean_day_is_reconciled_and_its_bridge_adds_up(engine: Engine) -> None:
     book = DayBook(engine, PAST)
     opening = book.balance
