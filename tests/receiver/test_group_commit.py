@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Engine, func, select, text
 from sqlalchemy.exc import DataError
 from sqlmodel import col
 
+from receiver import group_commit
 from receiver.group_commit import GroupCommitter
 from receiver.outbox import Outbox
 from reconcile.db import session_scope
@@ -384,8 +385,14 @@ def _withdrawn_past_the_deadline(engine: Engine, *, in_loop: bool) -> None:
     assert threaded is not in_loop
 
 
-def test_an_overloaded_receiver_answers_503_with_retry_after_and_recovers(engine: Engine) -> None:
+def test_an_overloaded_receiver_answers_503_with_retry_after_and_recovers(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import httpx
+
+    # The lead's transaction waits on the lock for as long as the second request takes,
+    # which on a loaded machine may pass the second's grace for a stalled transaction.
+    monkeypatch.setattr(group_commit, "IN_FLIGHT_GRACE", 10.0)
 
     from pixrecon.node import Node
     from sandbox.server import BackgroundServer
