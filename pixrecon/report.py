@@ -268,7 +268,20 @@ def print_report(result: NightlyResult, console: Console) -> None:
     console.print(deliveries_table(report.get("deliveries", {})))
     for reason in report["incomplete_because"]:
         console.print(f"[red]not read:[/] {escape(reason)}")
-    console.print(f"{VERDICT_WORDS[report['verdict']]} (exit code {result.exit_code})")
+    console.print(f"{_verdict_line(report)} (exit code {result.exit_code})")
+
+
+def _verdict_line(report: dict[str, Any]) -> str:
+    residual = (report.get("bridge") or {}).get("residual_cents")
+    if report["verdict"] == "breaks" and not report["open_exceptions"] and residual:
+        # No case to point at: what breaks is the bridge itself.
+        return (
+            f"[bold red]breaks[/]: the bridge from opening to closing balance leaves "
+            f"{brl(residual)} unexplained (above): lines of the statement may be missing, "
+            "or the provider's running balances disagree with its own lines — ask the "
+            "provider for the day's full statement"
+        )
+    return VERDICT_WORDS[report["verdict"]]
 
 
 def write_json_report(result: NightlyResult, out: TextIO) -> None:

@@ -16,13 +16,16 @@ LONGEST_AMOUNT_TEXT = 64
 # The BCB caps amounts at ten integer digits; anything larger is junk (or an attack on
 # Decimal arithmetic), and it would not fit a BIGINT of centavos either.
 MAX_AMOUNT = Decimal("9999999999.99")
+# An account's balance is a sum of such amounts and may pass that: bounded only by what a
+# BIGINT of centavos holds (about 9.2e16 reais).
+MAX_BALANCE = Decimal("9999999999999999.99")
 
 
 class InvalidAmount(ValueError):
     pass
 
 
-def parse_amount(value: object) -> Decimal:
+def parse_amount(value: object, maximum: Decimal = MAX_AMOUNT) -> Decimal:
     """An amount to the centavo: ``"110.00"``, a ``Decimal`` or an int, in any notation of
     a whole number of centavos (``"1.5E+2"``, ``"110.000"``); floats and junk are refused.
 
@@ -41,11 +44,11 @@ def parse_amount(value: object) -> Decimal:
         raise InvalidAmount('not a decimal amount such as "110.00"')
     try:
         amount = Decimal(value)
-        if not amount.is_finite() or abs(amount) > MAX_AMOUNT:
-            raise InvalidAmount(f"amount out of range (at most {MAX_AMOUNT})")
+        if not amount.is_finite() or abs(amount) > maximum:
+            raise InvalidAmount(f"amount out of range (at most {maximum})")
         cents = amount.quantize(CENT)
     except (InvalidOperation, OverflowError):
-        raise InvalidAmount(f"amount out of range (at most {MAX_AMOUNT})") from None
+        raise InvalidAmount(f"amount out of range (at most {maximum})") from None
     if cents != amount:
         raise InvalidAmount(f"amount is not a whole number of centavos: {value!r}")
     return cents

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, ValidationError, WithJsonSchema
 
-from reconcile.money import InvalidAmount, parse_amount
+from reconcile.money import MAX_AMOUNT, InvalidAmount, parse_amount
 from reconcile.payloads.tolerant import (
     Expect,
     ItemWarning,
@@ -29,7 +29,7 @@ UNKNOWN_STATUS = "UNKNOWN"
 """Stands for a status that is absent or unreadable, in keys and in domain tables."""
 
 
-def read_amount(value: object, *, signed: bool = False) -> Decimal:
+def read_amount(value: object, *, signed: bool = False, maximum: Decimal = MAX_AMOUNT) -> Decimal:
     """An amount, to the centavo, whichever way its number is written; ``ValueError`` when
     its value is not a whole number of centavos within the BCB's range.
 
@@ -37,7 +37,7 @@ def read_amount(value: object, *, signed: bool = False) -> Decimal:
     number may have become text: both come here (and so to ``parse_amount``, the one rule
     for every amount), so the two can never disagree about an amount."""
     try:
-        amount = parse_amount(value)
+        amount = parse_amount(value, maximum)
     except InvalidAmount:
         raise ValueError(AMOUNT_EXPECTED) from None
     if amount < 0 and not signed:

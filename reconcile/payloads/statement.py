@@ -13,11 +13,15 @@ from pydantic import BeforeValidator, Field, field_validator
 
 from reconcile.inbox import NewItem, dump_json
 from reconcile.models import ItemKind
+from reconcile.money import MAX_BALANCE
 from reconcile.payloads import Amount, Tolerant, read_amount
 from reconcile.payloads.items import new_item
 
-# A running balance may be negative (an infraction debit on an empty account).
-SignedAmount = Annotated[Decimal, BeforeValidator(partial(read_amount, signed=True))]
+# A running balance may be negative (an infraction debit on an empty account), and larger
+# than any one amount.
+SignedAmount = Annotated[
+    Decimal, BeforeValidator(partial(read_amount, signed=True, maximum=MAX_BALANCE))
+]
 
 
 def _optional_amount(value: object) -> Decimal | None:

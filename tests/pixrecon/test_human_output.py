@@ -129,3 +129,14 @@ def test_the_run_keeps_a_summary_and_the_json_report_lists_every_exception(
     assert [e["case_id"] for e in written["exceptions"]] == [
         e["case_id"] for e in result.exceptions()
     ]
+
+
+def test_breaks_without_an_exception_says_the_bridge_is_what_breaks() -> None:
+    from pixrecon.report import _verdict_line
+
+    report = {"verdict": "breaks", "open_exceptions": 0, "bridge": {"residual_cents": -49}}
+    said = _verdict_line(report)
+    assert "leaves -R$ 0,49 unexplained" in said
+    assert "exceptions remain" not in said
+    with_cases = {**report, "open_exceptions": 2}
+    assert "exceptions remain" in _verdict_line(with_cases)

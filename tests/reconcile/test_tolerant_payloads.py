@@ -616,3 +616,17 @@ def test_an_infractions_amount_that_cannot_be_read_is_flagged(written: Any) -> N
     readable = {**data, "amount": "300.00", "debitedAmount": 12}
     (item,) = accounts_items({"type": "INFRACTION", "data": readable})
     assert _warnings(item) == {}
+
+
+def test_a_running_balance_may_pass_the_largest_amount_of_one_pix() -> None:
+    """9.999.999.999,99 caps one Pix; an account holding more is an account like any
+    other, and its statement's running balance reads."""
+    from reconcile.payloads.statement import statement_item
+
+    line = {"id": "l-1", "type": "CREDIT", "amount": "1.00", "balanceAfter": "10000000000.00"}
+    assert statement_item(line).warnings == ()
+    negative = {**line, "id": "l-2", "balanceAfter": "-10000000000.00"}
+    assert statement_item(negative).warnings == ()
+    # Past what a BIGINT of centavos holds it is junk, flagged like any unreadable amount.
+    junk = {**line, "id": "l-3", "balanceAfter": "1" + "0" * 20}
+    assert [w.pointer for w in statement_item(junk).warnings] == ["/balanceAfter"]
