@@ -35,16 +35,20 @@ OPEN_STATES = ("OPEN", "ACKNOWLEDGED")
 
 def case_of_line() -> ColumnElement[str]:
     """The MED case a statement debit belongs to: its ``infractionId``; else the case that
-    disputes the Pix the line names; else, for a bare line, the one case whose debit has
-    that amount and that no other line names (providers do not always say which case
-    debited). Two such cases of one amount stay unmatched: guessing would be a lie."""
+    disputes the Pix the line names (of those, the one whose debit has its amount); else,
+    for a bare line, the one case whose debit has that amount and that no other line names
+    (providers do not always say which case debited). Two such cases of one amount stay
+    unmatched: guessing would be a lie."""
     S, cases = table_of(StatementEntry), table_of(Infraction)
-    by_pix = (
-        select(cases.c.infraction_id)
-        .where(cases.c.end_to_end_id == S.c.end_to_end_id)
-        .order_by(cases.c.infraction_id)
-        .limit(1)
-        .scalar_subquery()
+    # Two cases may dispute one Pix, each debited on a line naming it: the line goes to
+    # the case whose debit it is by amount, before falling back to the first case.
+    its_debit = func.coalesce(func.nullif(cases.c.debited_cents, 0), cases.c.amount_cents)
+    of_pix = cases.c.end_to_end_id == S.c.end_to_end_id
+    by_pix = func.coalesce(
+        select(func.min(cases.c.infraction_id))
+        .where(of_pix, its_debit == S.c.amount_cents)
+        .scalar_subquery(),
+        select(func.min(cases.c.infraction_id)).where(of_pix).scalar_subquery(),
     )
     other, candidate = S.alias("named_line"), cases.alias("by_amount")
     named = (
@@ -60,9 +64,16 @@ def case_of_line() -> ColumnElement[str]:
         .exists()
     )
     debit = func.coalesce(func.nullif(candidate.c.debited_cents, 0), candidate.c.amount_cents)
+    # A case closed saying it debited nothing (``debitedAmount`` 0) owns no debit line: it
+    # must not make a line of its amount ambiguous for the case that did debit.
+    may_have_debited = or_(
+        candidate.c.status.in_(OPEN_STATES),
+        candidate.c.debited_cents.is_(None),
+        candidate.c.debited_cents != 0,
+    )
     by_amount = (
         select(case((func.count() == 1, func.min(candidate.c.infraction_id)), else_=None))
-        .where(debit == S.c.amount_cents, ~named)
+        .where(debit == S.c.amount_cents, may_have_debited, ~named)
         .scalar_subquery()
     )
     return func.coalesce(S.c.infraction_id, by_pix, by_amount)

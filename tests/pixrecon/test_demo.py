@@ -230,3 +230,20 @@ def test_the_demo_on_an_empty_migrated_postgresql_database(
     again = run_pixrecon(*args, cwd=tmp_path, timeout=90)
     assert again.returncode == 2
     assert "needs an empty database" in again.stderr
+
+
+EDGES = Path(__file__).parents[1] / "fixtures" / "scenarios" / "edges"
+
+
+@pytest.mark.parametrize("scenario", sorted(p.name for p in EDGES.glob("*.json")))
+def test_edge_days_agree_with_the_sandbox(tmp_path: Path, scenario: str) -> None:
+    """Days that once gave a figure the sandbox's books contradict: a Pix eaten by its fee
+    on the day's first or last line, MED debits matched by amount beside other cases, a
+    quiet day, a day whose only line is booked after midnight, a balance above the largest
+    Pix amount and a charge that expires at midnight."""
+    ran = run_pixrecon(
+        "demo", "--scenario", str(EDGES / scenario), cwd=tmp_path, env=clean_env(), timeout=120
+    )
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert "every figure agrees with the sandbox" in ran.stdout
+    assert "reconciled: every source was read and agrees" in ran.stdout
