@@ -9,9 +9,10 @@ from typing import Any
 _DIGITS = re.compile(r"\D")
 # CPF (11 digits) and CNPJ (14 digits), with or without punctuation, inside free text;
 # people typing one into a note also separate its groups with spaces ("123 456 789 09").
+# Digits followed by decimals ("10000000000.00") are an amount, not a document.
 _DOCUMENT_IN_TEXT = re.compile(
     r"(?<!\d)(\d{3}[. ]?\d{3}[. ]?\d{3}[- ]?\d{2}"
-    r"|\d{2}[. ]?\d{3}[. ]?\d{3}[/ ]?\d{4}[- ]?\d{2})(?!\d)"
+    r"|\d{2}[. ]?\d{3}[. ]?\d{3}[/ ]?\d{4}[- ]?\d{2})(?!\d)(?![.,]\d)"
 )
 SENSITIVE_KEYS = frozenset(
     {"cpf", "cnpj", "document", "nome", "name", "payer_document", "payer_name", "chave", "pixkey"}

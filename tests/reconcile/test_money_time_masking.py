@@ -85,8 +85,15 @@ def test_a_document_typed_with_spaces_into_free_text_is_masked_too() -> None:
         assert masked.endswith(f"{typed[-2:]}) ligou"), masked
         assert not any(group in masked for group in ("456", "345")), masked
     # Numbers of other shapes are left alone: a phone, amounts, a date.
-    for other in ("ligar 11 98765 4321", "R$ 1.234,56 em 27/11/2026", "pedido 2026 11 27 123"):
+    for other in (
+        "ligar 11 98765 4321",
+        "R$ 1.234,56 em 27/11/2026",
+        "pedido 2026 11 27 123",
+        # Eleven digits with decimals are an amount, not a CPF.
+        "'10000000000.00' is above the largest Pix amount",
+    ):
         assert mask_text(other) == other
+    assert mask_text("CPF 123.456.789-09.") == "CPF *********09."
 
 
 def test_masking_a_masked_document_keeps_it_as_it_is() -> None:
