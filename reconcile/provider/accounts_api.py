@@ -93,14 +93,14 @@ class AccountsApi(ProviderClient):
         if not _E2EID_RE.fullmatch(end_to_end_id):
             raise ValueError(f"not an endToEndId: {end_to_end_id!r}")
         path = self.paths.payment.format(end_to_end_id=quote(end_to_end_id, safe=""))
-        return payment_with_money(self._api.get_json(path))
+        return payment_with_money(self._api.get_json(path, endpoint=self.paths.payment))
 
     def get_payment_by_key(self, idempotency_key: str) -> dict[str, Any]:
         """A payout by the idempotency key it was created with; ``NotFound`` if unknown."""
         if not idempotency_key:
             raise ValueError("idempotency_key is empty")
         path = self.paths.payment_by_key.format(key=quote(idempotency_key, safe=""))
-        return payment_with_money(self._api.get_json(path))
+        return payment_with_money(self._api.get_json(path, endpoint=self.paths.payment_by_key))
 
     def create_payment(
         self,
@@ -185,7 +185,8 @@ class AccountsApi(ProviderClient):
 
     def get_infraction(self, infraction_id: str) -> dict[str, Any]:
         path = self.paths.infraction.format(id=quote(infraction_id, safe=""))
-        return with_money(self._api.get_json(path), "amount", "debitedAmount")
+        found = self._api.get_json(path, endpoint=self.paths.infraction)
+        return with_money(found, "amount", "debitedAmount")
 
     def iter_invoices(self) -> Iterator[dict[str, Any]]:
         for invoice in self._walk(self.paths.invoices, {}):
@@ -199,7 +200,7 @@ class AccountsApi(ProviderClient):
         """Register ``url`` for notifications of ``kind`` (TRANSFER, RECEIVE, ...)."""
         path = self.paths.webhook.format(type=quote(kind, safe=""))
         body = {"url": url, "secretHeader": {"name": secret_header_name, "value": secret_value}}
-        return self._api.request_json("POST", path, body=body)
+        return self._api.request_json("POST", path, body=body, endpoint=self.paths.webhook)
 
     def _walk(self, path: str, params: QueryParams) -> Iterator[dict[str, Any]]:
         return walk_pages(self._api.get_json, path, params, self._page_size)

@@ -54,6 +54,7 @@ class ProviderClient:
             refresh_margin=token_refresh_margin,
             clock=clock,
             wall_clock=wall_clock,
+            api=self.API,
         )
         self._api = ApiTransport(
             base,

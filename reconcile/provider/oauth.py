@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import httpx
 
+from reconcile.provider.counting import counted, endpoint_label
 from reconcile.provider.errors import InvalidResponse, ProviderUnavailable
 from reconcile.provider.responses import error_for, json_object, transport_error
 
@@ -69,8 +70,10 @@ class TokenCache:
         auth_style: Literal["basic", "body"] = "basic",
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        api: str = "provider",
     ) -> None:
         self._http = http
+        self._api = api
         self._token_url = token_url
         self._client_id = client_id
         self._client_secret = client_secret
@@ -135,12 +138,14 @@ class TokenCache:
             form["client_id"] = self._client_id
             form["client_secret"] = self._client_secret
         try:
-            response = self._http.post(
-                self._token_url,
-                data=form,
-                auth=auth if auth is not None else httpx.USE_CLIENT_DEFAULT,
-                headers={"Accept": "application/json"},
-            )
+            with counted(self._api, endpoint_label(httpx.URL(self._token_url).path)) as answered:
+                response = self._http.post(
+                    self._token_url,
+                    data=form,
+                    auth=auth if auth is not None else httpx.USE_CLIENT_DEFAULT,
+                    headers={"Accept": "application/json"},
+                )
+                answered(response.status_code)
         except httpx.TransportError as exc:
             raise transport_error(exc, "POST", httpx.URL(self._token_url)) from exc
         if not response.is_success:

@@ -91,4 +91,4 @@ class QrCodeApi(QrCodeChargeQueries, ProviderClient):
         """The Pix as the provider knows it; ``NotFound`` when it does not."""
         if not _E2EID_RE.fullmatch(e2eid):
             raise ValueError(f"not an endToEndId: {e2eid!r}")
-        return self._api.get_json("/pix/" + quote(e2eid, safe=""))
+        return self._api.get_json("/pix/" + quote(e2eid, safe=""), endpoint="/pix/{e2eid}")

@@ -63,7 +63,9 @@ class QrCodeChargeQueries:
     # -- Immediate and due-date charges ------------------------------------------------
 
     def get_cob(self, txid: str) -> dict[str, Any]:
-        return self._api.get_json("/cob/" + _path_id(txid, _TXID_RE, "txid"))
+        return self._api.get_json(
+            "/cob/" + _path_id(txid, _TXID_RE, "txid"), endpoint="/cob/{txid}"
+        )
 
     def list_cobs(
         self,
@@ -78,7 +80,9 @@ class QrCodeChargeQueries:
         return self._list("/cob", "cobs", inicio, fim, page_size, status, cpf, cnpj)
 
     def get_cobv(self, txid: str) -> dict[str, Any]:
-        return self._api.get_json("/cobv/" + _path_id(txid, _TXID_RE, "txid"))
+        return self._api.get_json(
+            "/cobv/" + _path_id(txid, _TXID_RE, "txid"), endpoint="/cobv/{txid}"
+        )
 
     def list_cobvs(
         self,
@@ -95,7 +99,9 @@ class QrCodeChargeQueries:
     # -- Pix Automático ----------------------------------------------------------------
 
     def get_rec(self, id_rec: str) -> dict[str, Any]:
-        return self._api.get_json("/rec/" + _path_id(id_rec, _ID_REC_RE, "idRec"))
+        return self._api.get_json(
+            "/rec/" + _path_id(id_rec, _ID_REC_RE, "idRec"), endpoint="/rec/{idRec}"
+        )
 
     def list_recs(
         self,
@@ -110,7 +116,9 @@ class QrCodeChargeQueries:
         return self._list("/rec", "recs", inicio, fim, page_size, status, cpf, cnpj)
 
     def get_cobr(self, txid: str) -> dict[str, Any]:
-        return self._api.get_json("/cobr/" + _path_id(txid, _TXID_RE, "txid"))
+        return self._api.get_json(
+            "/cobr/" + _path_id(txid, _TXID_RE, "txid"), endpoint="/cobr/{txid}"
+        )
 
     def list_cobrs(
         self,
@@ -131,7 +139,12 @@ class QrCodeChargeQueries:
         """``PUT /webhook/{chave}``: Pix to ``chave`` get notified at ``{url}/pix``."""
         if not 0 < len(chave) <= 77:
             raise ValueError("a Pix key has 1 to 77 characters")
-        self._api.request_json("PUT", "/webhook/" + quote(chave, safe=""), body=_webhook_body(url))
+        self._api.request_json(
+            "PUT",
+            "/webhook/" + quote(chave, safe=""),
+            body=_webhook_body(url),
+            endpoint="/webhook/{chave}",
+        )
 
     def register_webhook_rec(self, url: str) -> None:
         """``PUT /webhookrec``: recurrences get notified at ``{url}/rec``."""

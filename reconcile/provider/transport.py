@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
 import httpx
 
-from reconcile.metrics import PROVIDER_REQUESTS, PROVIDER_SECONDS
+from reconcile.provider.counting import counted, endpoint_label, endpoint_template
 from reconcile.provider.errors import ProviderError, ProviderUnavailable
 from reconcile.provider.oauth import TokenCache
 from reconcile.provider.responses import error_for, json_object, transport_error
@@ -28,18 +26,6 @@ _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 _NOT_SENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 QueryParams = Mapping[str, str | int]
-
-# A path segment that names a resource kind ("pix", "devolucao", "webhookrec") or an API
-# version ("v1"); anything
-# else (an endToEndId, a txid, a number) is an identifier, and one label value per
-# identifier would make a series per Pix.
-_LITERAL_SEGMENT = re.compile(r"[a-z][a-z_-]{0,23}|v[0-9]{1,2}")
-
-
-def endpoint_label(path: str) -> str:
-    """The path as a template: ``/pix/E1234…/devolucao/D1`` → ``/pix/{id}/devolucao/{id}``."""
-    segments = path.split("?", 1)[0].split("/")
-    return "/".join(s if not s or _LITERAL_SEGMENT.fullmatch(s) else "{id}" for s in segments)
 
 
 class ApiTransport:
@@ -66,8 +52,10 @@ class ApiTransport:
         self._expired_token_types = frozenset(expired_token_types)
         self._api = api
 
-    def get_json(self, path: str, params: QueryParams | None = None) -> dict[str, Any]:
-        return self.request_json("GET", path, params=params)
+    def get_json(
+        self, path: str, params: QueryParams | None = None, *, endpoint: str | None = None
+    ) -> dict[str, Any]:
+        return self.request_json("GET", path, params=params, endpoint=endpoint)
 
     def request_json(
         self,
@@ -77,11 +65,14 @@ class ApiTransport:
         params: QueryParams | None = None,
         body: Any = None,
         idempotent: bool | None = None,
+        endpoint: str | None = None,
     ) -> dict[str, Any]:
         """Send, retrying what is safe to retry, and return the JSON object answered.
 
         Non-idempotent requests are retried only when the server certainly did not act
         (connection never made, or 429). A 401 triggers one token refresh, not a retry.
+        ``endpoint``: the path's template (``/cob/{txid}``), its metrics label; without it
+        the label is guessed from the path.
         """
         method = method.upper()
         safe = idempotent if idempotent is not None else method in _IDEMPOTENT_METHODS
@@ -99,7 +90,8 @@ class ApiTransport:
             try:
                 token = self._tokens.get()
                 headers["Authorization"] = f"Bearer {token}"
-                response = self._send(method, url, path, params, content, headers)
+                label = endpoint_template(endpoint) if endpoint else endpoint_label(path)
+                response = self._send(method, url, label, params, content, headers)
             except ProviderUnavailable as exc:
                 # The token endpoint failed; fetching a token changes nothing remotely.
                 error: ProviderError = exc
@@ -141,23 +133,17 @@ class ApiTransport:
         self,
         method: str,
         url: str,
-        path: str,
+        endpoint: str,
         params: QueryParams | None,
         content: bytes | None,
         headers: dict[str, str],
     ) -> httpx.Response:
-        endpoint = endpoint_label(path)
-        started = time.perf_counter()
-        status = "error"
-        try:
+        with counted(self._api, endpoint) as answered:
             response = self._http.request(
                 method, url, params=params, content=content, headers=headers
             )
-            status = str(response.status_code)
+            answered(response.status_code)
             return response
-        finally:
-            PROVIDER_REQUESTS.labels(self._api, endpoint, status).inc()
-            PROVIDER_SECONDS.labels(self._api, endpoint).observe(time.perf_counter() - started)
 
     def _token_rejected(self, error: ProviderError) -> bool:
         if error.status == 401:

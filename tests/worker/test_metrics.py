@@ -36,7 +36,7 @@ from reconcile.models import (
 )
 from reconcile.nightly import reconcile_day
 from reconcile.processing import process_items
-from reconcile.provider.transport import endpoint_label
+from reconcile.provider.counting import endpoint_label
 from reconcile.timeutil import business_day_bounds, business_today, utcnow
 from sandbox.server import BackgroundServer
 from sandbox.state import SandboxProvider

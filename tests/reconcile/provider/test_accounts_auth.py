@@ -215,3 +215,48 @@ def test_expired_token_code_refreshes_whatever_its_status(fake_time: FakeTime) -
     with BackgroundServer(stub) as server, _api(server, fake_time) as api:
         assert api.get_balance() == Decimal("1.5")
     assert seen == ["Bearer t1", "Bearer t2"]
+
+
+def _requests(api: str, endpoint: str, status: str) -> float:
+    from prometheus_client import REGISTRY
+
+    found = REGISTRY.get_sample_value(
+        "pixrecon_provider_requests_total", {"api": api, "endpoint": endpoint, "status": status}
+    )
+    return found or 0.0
+
+
+def test_token_fetches_are_counted_like_every_request(
+    provider: SandboxProvider, server: BackgroundServer, fake_time: FakeTime
+) -> None:
+    """A revoked secret or a provider that is down fails at the token endpoint first: the
+    alerts on refused credentials and provider errors read these series."""
+    refused = _requests("accounts", "/oauth/token", "401")
+    with (
+        _api(server, fake_time, client_secret="revoked") as stranger,
+        pytest.raises(AuthenticationFailed),
+    ):
+        stranger.get_balance()
+    assert _requests("accounts", "/oauth/token", "401") == refused + 1
+    unreachable = _requests("accounts", "/oauth/token", "error")
+    with (
+        accounts_api(
+            "http://127.0.0.1:9", retry=RetryPolicy(max_attempts=1), clock=fake_time.monotonic
+        ) as nowhere,
+        pytest.raises(ProviderUnavailable),
+    ):
+        nowhere.get_balance()
+    assert _requests("accounts", "/oauth/token", "error") == unreachable + 1
+
+
+def test_a_payout_looked_up_by_its_key_is_counted_under_the_template(
+    provider: SandboxProvider, api: AccountsApi
+) -> None:
+    """A merchant's idempotency key of plain words (``po-supplier``) is an id all the
+    same: no series per payout."""
+    template = "/pix/payments/idempotencyKey/{id}"
+    before = _requests("accounts", template, "404")
+    with pytest.raises(NotFound):
+        api.get_payment_by_key("po-supplier")
+    assert _requests("accounts", template, "404") == before + 1
+    assert _requests("accounts", "/pix/payments/{id}/po-supplier", "404") == 0
