@@ -38,6 +38,7 @@ from pixrecon.commands.webhooks import webhooks_app
 from pixrecon.output import ReaderMayLeave
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.logs import configure_logging
+from reconcile.provider.factory import ProviderTlsError
 from reconcile.settings import DEFAULT_DATABASE_URL, Settings, get_settings
 
 app = typer.Typer(
@@ -174,7 +175,7 @@ def _run(args: list[str] | None) -> int:
         for line in setting_problems(exc):
             say(line)
         return EXIT_COULD_NOT_RUN
-    except StartupError as exc:
+    except (StartupError, ProviderTlsError) as exc:
         say(escape(str(exc)))
         return EXIT_COULD_NOT_RUN
     except UNAVAILABLE_ERRORS as exc:

@@ -197,10 +197,16 @@ def database_or_exit(settings: Settings, *, auto_upgrade: bool) -> Engine:
         raise fail(escape(str(exc))) from None
 
 
-def listen_or_exit(host: str, port: int, *, remedy: str = "choose another --port") -> socket.socket:
+def listen_or_exit(
+    host: str,
+    port: int,
+    *,
+    remedy: str = "choose another --port",
+    host_option: str = "--host",
+) -> socket.socket:
     """The listening address, taken before any work is done (a port in use is found
     now, not after migrations and worker threads have started). ``remedy`` says how to
-    choose another one."""
+    choose another port, ``host_option`` where the address was given."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -216,8 +222,8 @@ def listen_or_exit(host: str, port: int, *, remedy: str = "choose another --port
             raise fail(escape(why) + remedy) from None
         if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
             raise fail(
-                f"{escape(host)} is not an address of this machine: use --host 127.0.0.1, "
-                "or 0.0.0.0 for every interface"
+                f"{escape(host)} is not an address of this machine: set {host_option} to "
+                "127.0.0.1, or 0.0.0.0 for every interface"
             ) from None
         raise fail(f"cannot listen on {escape(host)}:{port}: {one_line(exc)}") from None
     return sock

@@ -26,6 +26,7 @@ from pixrecon.commands.common import (
     say,
 )
 from reconcile.heap import freeze_startup_objects
+from reconcile.provider.factory import provider_clients
 from reconcile.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -143,6 +144,9 @@ def worker(
         )
     broker_or_exit(settings, reachable=True)
     warn_about_confirmation(settings)
+    # Built here once, so that a certificate file the worker processes could not load is
+    # one line and exit 2 now, not a traceback in each of them.
+    provider_clients(settings).close()
     database_or_exit(settings, auto_upgrade=False).dispose()
     metrics_env = _worker_metrics_environment(settings)
     # Logging is ours (one format, reconcile/logs.py), not Dramatiq's plain-text default.
@@ -168,6 +172,7 @@ def _worker_metrics_environment(settings: Settings) -> dict[str, str]:
             port,
             remedy="set PIXRECON_WORKER_METRICS_PORT to another port (0 turns the worker "
             "metrics off)",
+            host_option="PIXRECON_WORKER_METRICS_HOST",
         ).close()
     where = os.environ.get(MULTIPROC_ENV) or tempfile.mkdtemp(prefix="pixrecon-worker-metrics-")
     return multiprocess_environment(Path(where))

@@ -14,12 +14,42 @@ from reconcile.provider.retry import RetryPolicy
 from reconcile.settings import Settings
 
 
-def _http(cert: str | None, key: str | None, ca: str | None) -> httpx.Client:
+class ProviderTlsError(ValueError):
+    """A certificate, key or CA bundle file a setting names cannot be used; the message
+    names the setting, the file and what to do."""
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "no such file"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, IsADirectoryError):
+        return "it is a folder"
+    reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc)
+    return f"not a usable PEM file ({reason})"
+
+
+def _http(family: str, cert: str | None, key: str | None, ca: str | None) -> httpx.Client:
+    """``family``: ``QRCODE`` or ``ACCOUNTS``, for the settings' names in errors."""
     # An SSL context carries both the CA and the client certificate (httpx's `cert=` is
     # deprecated).
-    context = ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
+    try:
+        context = ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
+    except (OSError, ssl.SSLError) as exc:
+        raise ProviderTlsError(
+            f"PIXRECON_{family}_CA_BUNDLE={ca}: {_why(exc)}: name a readable PEM file of the "
+            "provider's CA certificates, or unset it to trust the system's"
+        ) from None
     if cert:
-        context.load_cert_chain(cert, key)
+        try:
+            context.load_cert_chain(cert, key)
+        except (OSError, ssl.SSLError) as exc:
+            raise ProviderTlsError(
+                f"PIXRECON_{family}_CLIENT_CERT={cert} / PIXRECON_{family}_CLIENT_KEY={key}: "
+                f"{_why(exc)}: the provider's mutual TLS needs the PEM certificate it issued "
+                "and its private key, both readable (or unset both)"
+            ) from None
     return httpx.Client(verify=context, timeout=10.0)
 
 
@@ -41,7 +71,7 @@ def qrcode_api(settings: Settings) -> QrCodeApi | None:
         s.qrcode_api_url,
         s.qrcode_client_id,
         s.qrcode_client_secret,
-        http_client=_http(s.qrcode_client_cert, s.qrcode_client_key, s.qrcode_ca_bundle),
+        http_client=_http("QRCODE", s.qrcode_client_cert, s.qrcode_client_key, s.qrcode_ca_bundle),
         retry=retry_policy(s),
     )
 
@@ -61,7 +91,9 @@ def accounts_api(settings: Settings) -> AccountsApi | None:
         s.accounts_client_id,
         s.accounts_client_secret,
         s.accounts_account_id,
-        http_client=_http(s.accounts_client_cert, s.accounts_client_key, s.accounts_ca_bundle),
+        http_client=_http(
+            "ACCOUNTS", s.accounts_client_cert, s.accounts_client_key, s.accounts_ca_bundle
+        ),
         retry=retry_policy(s),
     )
 

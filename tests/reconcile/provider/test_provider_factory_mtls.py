@@ -131,3 +131,40 @@ def test_the_other_familys_certificate_is_refused(pki: Pki) -> None:
 def _day() -> tuple[datetime, datetime]:
     now = utcnow()
     return now - timedelta(hours=1), now + timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("names", "says"),
+    [
+        (
+            {"accounts_ca_bundle": "{tmp}/nowhere.pem"},
+            "PIXRECON_ACCOUNTS_CA_BUNDLE={tmp}/nowhere.pem: no such file",
+        ),
+        (
+            {"accounts_ca_bundle": "{tmp}/empty.pem"},
+            "PIXRECON_ACCOUNTS_CA_BUNDLE={tmp}/empty.pem: not a usable PEM file",
+        ),
+        (
+            {"accounts_client_cert": "{tmp}/nowhere.pem", "accounts_client_key": "{tmp}/key.pem"},
+            "PIXRECON_ACCOUNTS_CLIENT_CERT={tmp}/nowhere.pem / "
+            "PIXRECON_ACCOUNTS_CLIENT_KEY={tmp}/key.pem: no such file",
+        ),
+    ],
+    ids=["ca-missing", "ca-empty", "cert-missing"],
+)
+def test_a_tls_file_that_cannot_be_used_is_named_with_its_setting(
+    tmp_path: Path, names: dict[str, str], says: str
+) -> None:
+    (tmp_path / "empty.pem").write_text("")
+    settings = Settings.model_validate(
+        {
+            "accounts_api_url": "https://accounts.provider.example",
+            "accounts_client_id": "client",
+            "accounts_client_secret": "secret",
+            "accounts_account_id": "account",
+            **{name: value.format(tmp=tmp_path) for name, value in names.items()},
+        }
+    )
+    with pytest.raises(factory.ProviderTlsError) as refused:
+        factory.accounts_api(settings)
+    assert str(refused.value).startswith(says.format(tmp=tmp_path))
