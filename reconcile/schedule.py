@@ -64,6 +64,15 @@ def next_window(engine: Engine, name: str, settings: Settings) -> tuple[datetime
         )
 
 
+def succeeded_within(engine: Engine, name: str, interval: timedelta, *, now: datetime) -> bool:
+    """Whether job ``name`` last succeeded less than ``interval`` ago (in any process)."""
+    with session_scope(engine) as session:
+        last = session.execute(
+            select(col(ScheduledJob.last_success_at)).where(col(ScheduledJob.name) == name)
+        ).scalar_one_or_none()
+    return last is not None and now - as_utc(last) < interval
+
+
 def succeeded(session: Session, name: str, *, now: datetime, window_end: datetime | None) -> None:
     values: dict[str, object] = {"last_success_at": now, "last_error": None, "leased_until": now}
     if window_end is not None:

@@ -38,7 +38,7 @@ from reconcile.polling.day import (
 )
 from reconcile.provider.errors import ProviderError
 from reconcile.retention import prune
-from reconcile.schedule import CONFIRM_INTERVAL_SECONDS, leased
+from reconcile.schedule import CONFIRM_INTERVAL_SECONDS, leased, succeeded_within
 from reconcile.settings import Settings
 from reconcile.timeutil import BUSINESS_TZ, utcnow
 from worker.dispatch import Dispatcher
@@ -202,6 +202,10 @@ class PeriodicJobs:
         interval = self._settings.prune_interval_seconds
 
         def run() -> bool:
+            # Every worker runs its jobs once at start: a daily prune must not run again at
+            # each restart, deploy or new node, at whatever hour that happens.
+            if succeeded_within(self._engine, "prune", timedelta(seconds=interval), now=utcnow()):
+                return False
             with leased(
                 self._engine, "prune", self.owner, lease=_lease(interval, self._settings)
             ) as job:

@@ -76,3 +76,28 @@ def test_a_job_that_crashes_says_so_in_one_line_and_runs_again(
         job = session.get(ScheduledJob, "reconcile_today")
         assert job is not None
         assert job.last_error is not None
+
+
+def test_the_daily_prune_runs_once_a_day_however_often_workers_start(
+    node: RunningNode, engine: Engine
+) -> None:
+    """Every worker runs its jobs once when it starts: a restart, a deploy or a second
+    node must not prune again, at whatever hour that is, within the prune's interval."""
+    from reconcile.models import OperatorAction
+
+    def prunes() -> int:
+        with session_scope(engine) as session:
+            return len(
+                session.execute(
+                    select(OperatorAction).where(OperatorAction.action == "prune")  # type: ignore[arg-type]
+                ).all()
+            )
+
+    jobs = node.node.runtime.jobs
+    already = prunes()
+    if already == 0:
+        assert jobs.prune() is True
+    ran = prunes()
+    assert ran >= 1
+    assert jobs.prune() is False  # a worker starting again
+    assert prunes() == ran
