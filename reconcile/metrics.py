@@ -56,7 +56,8 @@ PROVIDER_SECONDS = Histogram(
 )
 RECONCILIATION_RUNS = Counter(
     "pixrecon_reconciliation_runs",
-    "Completed reconciliation runs (nightly command, workers' reconcile_today) by verdict",
+    "Completed reconciliation runs of this process (the workers' reconcile_today) by "
+    "verdict; the nightly command's verdicts are in pixrecon_day_verdict",
     ["verdict"],
 )
 DISPATCHES = Counter(
