@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from datetime import UTC, datetime
 
@@ -43,4 +44,8 @@ def main() -> None:
     except KeyboardInterrupt:
         _interrupted_while_starting()
         raise SystemExit(EXIT_INTERRUPTED) from None
-    raise SystemExit(run())
+    code = run()
+    # Done, and said so: a Ctrl-C while the interpreter shuts down would end the process
+    # by the signal, without a word, and hide the exit code the command chose.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise SystemExit(code)

@@ -194,10 +194,18 @@ def reconcile_command(
         ) from None
     finally:
         providers.close()
-    if export is not None:
-        _export_exceptions(engine, business_day, *export)
-    if output is OutputFormat.json:
-        write_json_report(result, sys.stdout)
-    else:
-        print_report(result, console)
+    try:
+        if export is not None:
+            _export_exceptions(engine, business_day, *export)
+        if output is OutputFormat.json:
+            write_json_report(result, sys.stdout)
+        else:
+            print_report(result, console)
+    except KeyboardInterrupt:
+        # The verdict is stored by now: say so, rather than that nothing was concluded.
+        day = business_day.isoformat()
+        raise Interrupted(
+            f"the day was reconciled (run {result.run_id}, {result.verdict.value}), but its "
+            f"report was cut short: `pixrecon exceptions --date {day}` lists its exceptions"
+        ) from None
     raise typer.Exit(result.exit_code)
