@@ -24,7 +24,7 @@ from starlette.templating import Jinja2Templates
 
 from dashboard.passwords import PasswordHash, fingerprint
 from dashboard.queries import Reports
-from reconcile.db import session_scope
+from reconcile.db import read_scope, session_scope
 from reconcile.formats import br_date, brl, duration, sp_time
 from reconcile.masking import mask_text
 from reconcile.models import OperatorAction
@@ -138,7 +138,8 @@ class Dashboard:
         return name
 
     def _signed_out(self, session_id: str) -> bool:
-        with session_scope(self.engine) as session:
+        # A read on every page: on SQLite it must not queue for the write lock.
+        with read_scope(self.engine) as session:
             found = session.execute(
                 select(OperatorAction.id)  # type: ignore[call-overload]
                 .where(
