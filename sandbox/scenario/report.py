@@ -35,7 +35,8 @@ def brl(cents: int) -> str:
 
 
 def br_date(day: date) -> str:
-    return day.strftime("%d/%m/%Y")
+    # Not strftime: glibc does not pad a year before 1000 (as reconcile.formats does it).
+    return f"{day.day:02d}/{day.month:02d}/{day.year:04d}"
 
 
 def _local(at: datetime) -> str:
