@@ -190,6 +190,17 @@ class Accounts:
     """Acknowledged ``endToEndId``s with no ``pix_received`` row."""
 
 
+def items_with_key(database_url: str, key: str) -> int:
+    """Inbox items of one business key, read on a connection of the test's own."""
+    engine = create_db_engine(database_url)
+    try:
+        with session_scope(engine) as session:
+            found = select(func.count()).where(col(InboxItem.key) == key)
+            return int(session.execute(found).scalar_one())
+    finally:
+        engine.dispose()
+
+
 def accounts(database_url: str, acknowledged: list[str]) -> Accounts:
     engine = create_db_engine(database_url)
     try:

@@ -17,15 +17,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
-from sqlmodel import col
 
-from reconcile.db import create_db_engine, session_scope
-from reconcile.models import InboxItem
 from tests.conftest import SECRET, free_port
 from tests.factories import e2e_id, pix
-from tests.faults.support import Receiver, pixrecon_env
+from tests.faults.support import Receiver, items_with_key, pixrecon_env
 
 pytestmark = [pytest.mark.postgres]
 
@@ -82,16 +78,6 @@ def proxy(postgres_database_url: str) -> Iterator[HoldingProxy]:
     holding.close()
 
 
-def _items(database_url: str, key: str) -> int:
-    engine = create_db_engine(database_url)
-    try:
-        with session_scope(engine) as session:
-            found = select(func.count()).where(col(InboxItem.key) == key)
-            return int(session.execute(found).scalar_one())
-    finally:
-        engine.dispose()
-
-
 def test_a_transaction_the_database_stops_answering_is_answered_503_in_time(
     postgres_database_url: str, proxy: HoldingProxy, tmp_path: Path
 ) -> None:
@@ -127,7 +113,7 @@ def test_a_transaction_the_database_stops_answering_is_answered_503_in_time(
             receiver.url + "/webhooks/qrcode/pix", json=body, headers=headers, timeout=30
         )
         assert retried.status_code == 200, retried.text
-        assert _items(postgres_database_url, f"pix:{e2e}") == 1
+        assert items_with_key(postgres_database_url, f"pix:{e2e}") == 1
     finally:
         proxy.resume()
         receiver.stop()

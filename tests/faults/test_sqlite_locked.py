@@ -11,24 +11,10 @@ import time
 from pathlib import Path
 
 import httpx
-from sqlalchemy import func, select
-from sqlmodel import col
 
-from reconcile.db import create_db_engine, session_scope
-from reconcile.models import InboxItem
 from tests.conftest import SECRET, wait_for
 from tests.factories import e2e_id, pix
-from tests.faults.support import Receiver, pixrecon_env
-
-
-def _items(database_url: str, key: str) -> int:
-    engine = create_db_engine(database_url)
-    try:
-        with session_scope(engine) as session:
-            found = select(func.count()).where(col(InboxItem.key) == key)
-            return int(session.execute(found).scalar_one())
-    finally:
-        engine.dispose()
+from tests.faults.support import Receiver, items_with_key, pixrecon_env
 
 
 def test_a_delivery_held_by_a_locked_sqlite_file_is_answered_503_in_time(
@@ -58,13 +44,13 @@ def test_a_delivery_held_by_a_locked_sqlite_file_is_answered_503_in_time(
         assert waited < 4, waited
         holder.execute("COMMIT")
         # The transaction that waited for the lock commits now: the retry is a duplicate.
-        wait_for(lambda: _items(url, f"pix:{e2e}") == 1, timeout=30)
+        wait_for(lambda: items_with_key(url, f"pix:{e2e}") == 1, timeout=30)
         retried = httpx.post(
             receiver.url + "/webhooks/qrcode/pix", json=body, headers=headers, timeout=30
         )
         assert retried.status_code == 200, retried.text
         assert retried.json()["duplicates"] == 1
-        assert _items(url, f"pix:{e2e}") == 1
+        assert items_with_key(url, f"pix:{e2e}") == 1
     finally:
         holder.close()
         receiver.stop()
