@@ -7,7 +7,6 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import select
 from sqlmodel import Session
 
 from dashboard import charts
@@ -28,7 +27,6 @@ from dashboard.queries import (
 )
 from reconcile.actions import suggested_action
 from reconcile.cases import add_lifecycle, case_events, case_rows
-from reconcile.db import table_of
 from reconcile.formats import brl, duration_unit
 from reconcile.masking import SENSITIVE_KEYS, mask_text, mask_value
 from reconcile.models import (
@@ -36,7 +34,6 @@ from reconcile.models import (
     ExceptionCase,
     InboxItem,
     ReconciliationItem,
-    ReconciliationRun,
     StatementEntry,
 )
 from reconcile.queries import deliveries_of, inbox_item_view, items_by_ref, webhook_coverage
@@ -105,7 +102,7 @@ def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[
         "query": query,
         # Offered for download only when there is a run to export (else the link answers
         # 404, which a browser's download swallows without a word).
-        "day_reconciled": query.day is not None and _has_completed_run(session, query.day),
+        "day_reconciled": query.day is not None and latest_run(session, query.day) is not None,
         "rows": rows,
         "total": total,
         "pages": pages,
@@ -114,14 +111,6 @@ def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[
         "sorts": SORTS,
         "now": utcnow(),
     }
-
-
-def _has_completed_run(session: Session, day: date) -> bool:
-    runs = table_of(ReconciliationRun)
-    found = session.execute(
-        select(runs.c.id).where(runs.c.business_date == day, runs.c.status == "completed").limit(1)
-    ).first()
-    return found is not None
 
 
 def _bare_ref(subject: str, ref: str) -> str:
