@@ -285,12 +285,16 @@ def reconcile_day(
                 # JIT-compiling each big statement costs more than it saves here (measured
                 # with benchmarks/nightly.py): the statements are few and run once.
                 session.execute(text("SET LOCAL jit = off"))
+            rules = judging or Judging()
             ctx = RunContext.for_day(
                 run_id,
                 day,
                 now,
-                _statement_known(session, day, (judging or Judging()).date_lag),
-                judging or Judging(),
+                # A statement read over the day that holds none of its lines says the
+                # provider booked nothing on it: each movement of the day is then a break
+                # (or pending within the date lag), not a source missing.
+                read.statement_read or _statement_known(session, day, rules.date_lag),
+                rules,
             )
             ctx = replace(ctx, parallel=is_big_day(session, ctx))
             # What each due-date charge paid today owed on the day it was paid.

@@ -13,6 +13,7 @@ from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
 from reconcile.db import table_of
+from reconcile.formats import sp_time
 from reconcile.matching.context import (
     MED_NATURES,
     RECEIVED,
@@ -249,7 +250,9 @@ def booking_verdicts(ctx: RunContext, booked: ColumnElement[bool], what: str) ->
             ~booked,
             "status_mismatch",
             True,
-            f"{what}, but the statement never booked it",
+            # Stored when the run is judged: a line booked later still is on a later
+            # day's statement, and this day's answer must not change with it.
+            f"{what}, but the statement had not booked it by {sp_time(ctx.statement_end)}",
         )
     ]
 

@@ -228,11 +228,14 @@ def fetch_day(
     """Everything the reconciliation of ``day`` needs from the provider, then the
     confirmation of every movement still pending."""
     start, end = business_day_bounds(day)
+    # Lines the statement books within the date lag after the day belong to it: a lag
+    # set longer than the margin must still be read, or their movements would be breaks.
+    margin = max(DAY_MARGIN, timedelta(seconds=settings.reconcile_date_lag_seconds))
     fetched = fetch_window(
         engine,
         providers,
-        start - DAY_MARGIN,
-        end + DAY_MARGIN,
+        start - margin,
+        end + margin,
         charges_since=start - DAY_MARGIN - CHARGES_LOOKBACK,
         on_new=on_new,
         on_step=on_step,

@@ -247,3 +247,19 @@ def test_edge_days_agree_with_the_sandbox(tmp_path: Path, scenario: str) -> None
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
     assert "every figure agrees with the sandbox" in ran.stdout
     assert "reconciled: every source was read and agrees" in ran.stdout
+
+
+def test_a_day_whose_only_pix_is_booked_past_the_date_lag_breaks(tmp_path: Path) -> None:
+    """The statement was read and holds nothing of the day: the Pix is a break the day
+    names with the instant it was due by, not a source that could not be read."""
+    scenario = (
+        Path(__file__).parents[1] / "fixtures" / "scenarios" / "breaks" / "booked-too-late.json"
+    )
+    ran = run_pixrecon(
+        "demo", "--scenario", str(scenario), cwd=tmp_path, env=clean_env(), timeout=120
+    )
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert "every figure agrees with the sandbox" in ran.stdout
+    assert "breaks: exceptions remain" in ran.stdout
+    # The table wraps the reason inside its cell.
+    assert "had not booked it by" in ran.stdout and "04/03/2026 00:05" in ran.stdout

@@ -23,6 +23,7 @@ from reconcile.confirmation import waive_confirmation
 from reconcile.db import create_db_engine, session_scope
 from reconcile.handlers.pix import handle_pix_refund, refund_row, write_refunds
 from reconcile.inbox import store_items
+from reconcile.matching.judgement import Sources
 from reconcile.models import InboxItem, PixRefund, ReconciliationItem, Source
 from reconcile.nightly import NightlyResult, reconcile_day
 from reconcile.payloads.pix import pix_callback_items
@@ -79,7 +80,14 @@ def _refund_day(row: PixRefund) -> date:
 
 
 def _run(engine: Engine, day: date) -> NightlyResult:
-    return reconcile_day(engine, day, now=business_day_bounds(day)[1] + timedelta(hours=2))
+    # No statement is stored here: read, it would make every refund a break; unread, the
+    # refund is judged by the API alone, which is what these tests are about.
+    return reconcile_day(
+        engine,
+        day,
+        now=business_day_bounds(day)[1] + timedelta(hours=2),
+        sources=Sources(statement_read=False),
+    )
 
 
 def _verdicts(engine: Engine, result: NightlyResult, ref: str) -> list[ReconciliationItem]:
