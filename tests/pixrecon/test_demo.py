@@ -262,4 +262,5 @@ def test_a_day_whose_only_pix_is_booked_past_the_date_lag_breaks(tmp_path: Path)
     assert "every figure agrees with the sandbox" in ran.stdout
     assert "breaks: exceptions remain" in ran.stdout
     # The table wraps the reason inside its cell.
-    assert "had not booked it by" in ran.stdout and "04/03/2026 00:05" in ran.stdout
+    assert "had not booked it by" in ran.stdout
+    assert "04/03/2026 00:05" in ran.stdout
