@@ -272,16 +272,26 @@ def print_report(result: NightlyResult, console: Console) -> None:
 
 
 def _verdict_line(report: dict[str, Any]) -> str:
+    if report["verdict"] != "breaks" or report["open_exceptions"]:
+        return VERDICT_WORDS[report["verdict"]]
+    # No case left to point at: say what still breaks the day.
     residual = (report.get("bridge") or {}).get("residual_cents")
-    if report["verdict"] == "breaks" and not report["open_exceptions"] and residual:
-        # No case to point at: what breaks is the bridge itself.
-        return (
-            f"[bold red]breaks[/]: the bridge from opening to closing balance leaves "
-            f"{brl(residual)} unexplained (above): lines of the statement may be missing, "
-            "or the provider's running balances disagree with its own lines — ask the "
-            "provider for the day's full statement"
+    found = report.get("exceptions_found", 0)
+    why = []
+    if found:
+        why.append(
+            f"the sources disagree in {count(found)} "
+            f"{'place' if found == 1 else 'places'}, each case resolved by a person "
+            f"([bold]pixrecon exceptions --all --date {report['date']}[/] lists them)"
         )
-    return VERDICT_WORDS[report["verdict"]]
+    if residual:
+        why.append(
+            f"the bridge from opening to closing balance leaves {brl(residual)} unexplained "
+            "(above): lines of the statement may be missing, or the provider's running "
+            "balances disagree with its own lines — ask the provider for the day's full "
+            "statement"
+        )
+    return "[bold red]breaks[/]: " + "; and ".join(why) if why else VERDICT_WORDS["breaks"]
 
 
 def write_json_report(result: NightlyResult, out: TextIO) -> None:

@@ -189,11 +189,36 @@ class DatabaseStateCollector(Collector):
             "Money in MED infraction cases still open, in reais, as the latest completed "
             "run (the workers reconcile today every few minutes) saw it",
         )
+        resolved = GaugeMetricFamily(
+            "pixrecon_day_breaks_resolved",
+            "1 for a judged day that breaks only by exceptions people have all resolved "
+            "since (none remains and the bridge leaves nothing unexplained), else 0",
+            labels=["day"],
+        )
+        cases = table_of(ExceptionCase)
+        remaining = dict(
+            session.execute(
+                select(cases.c.business_date, func.count())
+                .where(
+                    cases.c.business_date.in_([row.business_date for row in rows]),
+                    cases.c.state.in_([state.value for state in CaseState.remaining()]),
+                )
+                .group_by(cases.c.business_date)
+            ).all()
+        )
         for row in rows:
             day = row.business_date.isoformat()
             for verdict in DayVerdict:
                 verdicts.add_metric([day, verdict.value], 1 if row.verdict == verdict else 0)
             report = json.loads(row.report) if row.report else {}
+            # The verdict stays "breaks" (the sources disagree), but nothing is left to do.
+            settled = (
+                row.verdict == DayVerdict.BREAKS
+                and bool(report.get("exceptions_found"))
+                and not (report.get("bridge") or {}).get("residual_cents")
+                and not remaining.get(row.business_date)
+            )
+            resolved.add_metric([day], 1 if settled else 0)
             share = webhook_coverage(report.get("counts"))["share"]
             if share is not None:
                 coverage.add_metric([day], share)
@@ -207,6 +232,7 @@ class DatabaseStateCollector(Collector):
         if isinstance(med, dict):
             at_risk.add_metric([], int(med.get("at_risk_cents") or 0) / 100)
         yield verdicts
+        yield resolved
         yield coverage
         yield at_risk
 

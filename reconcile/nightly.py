@@ -122,6 +122,17 @@ def _statement_known(session: Session, day: date, date_lag: timedelta) -> bool:
     return found is not None
 
 
+def _exceptions_found(session: Session, ctx: RunContext) -> int:
+    """The run's exceptions, whatever people did with their cases since."""
+    cases = table_of(ExceptionCase)
+    found = session.execute(
+        select(func.count()).where(
+            cases.c.business_date == ctx.day, cases.c.last_seen_run_id == ctx.run_id
+        )
+    ).scalar_one()
+    return int(found)
+
+
 SUBJECTS = ("movement", "charge", "payout", "infraction", "statement")
 
 
@@ -319,6 +330,9 @@ def reconcile_day(
             flag_unexplained_differences(session, ctx, bridge)
             _sync_cases(session, ctx)
             open_exceptions = count_cases(session, day)
+            # The day's answer is what the sources say: a case a person resolved is
+            # explained, not agreement, and the verdict must read the same after it.
+            found = _exceptions_found(session, ctx)
             counts, deliveries = _tally(session, run_id)
             pending = pending_items(session, ctx)
             incomplete = incomplete_because(
@@ -330,7 +344,7 @@ def reconcile_day(
             )
             verdict = judge(
                 incomplete=incomplete,
-                exceptions=open_exceptions,
+                exceptions=found,
                 residual=bridge["residual_cents"],
                 pending=sum(c.get("pending", 0) for c in counts.values()),
             )
@@ -359,6 +373,7 @@ def reconcile_day(
                 "carried_in": carried_items(session, ctx, "in"),
                 "carried_out": carried_items(session, ctx, "out"),
                 "open_exceptions": open_exceptions,
+                "exceptions_found": found,
             }
             session.execute(
                 update(ReconciliationRun)

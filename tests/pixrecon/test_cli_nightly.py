@@ -114,9 +114,18 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
     case_id = str(listed[0]["id"])
     assert f"case {case_id} is now resolved (was open)" in resolved.stdout
 
+    # Resolved is explained, not agreed: the day still breaks, with nothing left open.
     again = run_pixrecon("reconcile", "--date", _today(), "--format", "json", env=env, cwd=tmp_path)
-    assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout)["charges"] == {"underpaid": 1}
+    assert again.returncode == 1, again.stderr
+    report = json.loads(again.stdout)
+    assert report["charges"] == {"underpaid": 1}
+    assert (report["verdict"], report["open_exceptions"], report["exceptions_found"]) == (
+        "breaks",
+        0,
+        1,
+    )
+    told = run_pixrecon("reconcile", "--date", _today(), env=env, cwd=tmp_path)
+    assert "each case resolved by a person" in " ".join(told.stdout.split())
     assert (
         json.loads(run_pixrecon("exceptions", "--format", "json", env=env, cwd=tmp_path).stdout)
         == []
@@ -248,3 +257,19 @@ def test_the_exceptions_list_gives_the_most_urgent_first(
         ).stdout
     )
     assert [(c["ref"], c["priority"]) for c in listed] == [(unnotified, 1), (unbooked, 2)]
+
+
+def test_the_exceptions_of_a_day_nothing_judged_are_not_an_empty_list(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    env = clean_env(database_url=_migrated(sqlite_template, tmp_path / "unjudged.db"))
+    for output in ("table", "json"):
+        listed = run_pixrecon(
+            "exceptions", "--date", "2026-03-05", "--format", output, env=env, cwd=tmp_path
+        )
+        assert listed.returncode == 2, listed.stdout
+        assert "2026-03-05 has no completed reconciliation run" in listed.stderr
+        assert "No exceptions" not in listed.stdout
+    ahead = run_pixrecon("exceptions", "--date", "2099-01-01", env=env, cwd=tmp_path)
+    assert ahead.returncode == 2
+    assert "has not begun yet" in ahead.stderr

@@ -144,7 +144,11 @@ def test_a_problem_seen_again_on_later_days_is_persisting_whenever_it_is_asked(
     # Resolved by a person: the listing says so, and a re-run keeps it resolved.
     with session_scope(engine) as session:
         set_state(session, seen_first["case_id"], CaseState.RESOLVED, "answered the MED")
-    reconcile_day(engine, FIRST, now=_after(FIRST) + timedelta(days=3))
+    again = reconcile_day(engine, FIRST, now=_after(FIRST) + timedelta(days=3))
+    # A resolved case is explained, not agreement: the day's answer is the same.
+    assert (again.verdict, again.exit_code) == (day1.verdict, day1.exit_code)
+    assert again.verdict.value == "breaks"
+    assert (again.report["open_exceptions"], again.report["exceptions_found"]) == (0, 1)
     with session_scope(engine) as session:
         rows = case_rows(session, day=FIRST, states=tuple(CaseState))
     resolved = next(r for r in rows if r["ref"] == "med-still-open")
@@ -153,3 +157,31 @@ def test_a_problem_seen_again_on_later_days_is_persisting_whenever_it_is_asked(
     with session_scope(engine) as session:
         ages = case_rows(session, day=third_day, as_of=third_day + timedelta(days=5))
     assert next(r for r in ages if r["ref"] == "med-still-open")["age_days"] == 7
+
+
+def test_a_case_closed_later_without_its_closing_time_is_open_on_its_first_day(
+    engine: Engine,
+) -> None:
+    """The notification of a closed case need not say when it closed (``closedAt``): its
+    first day still ended with it open, whenever that day is asked again."""
+    first = DayBook(engine, FIRST)
+    disputed = first.pix(8_000, "09:00")
+    first.confirm_all_pix()
+    first.line("PIX_RECEIVED", 8_000, "09:00", credit=True, endToEndId=disputed)
+    _open_med_case(first, disputed)
+    before = reconcile_day(engine, FIRST, now=_after(FIRST))
+    assert _open_case(before)["status"] == "open_case"
+    # Closed since, heard of now: no closedAt, only the opening time.
+    first.infraction(
+        {
+            "id": "med-still-open",
+            "status": "CLOSED",
+            "amount": "80.00",
+            "endToEndId": disputed,
+            "createdAt": first.at("10:00").isoformat(),
+        }
+    )
+    again = reconcile_day(engine, FIRST, now=_after(FIRST) + timedelta(days=1))
+    assert {k: v for k, v in again.report.items() if k != "run_id"} == {
+        k: v for k, v in before.report.items() if k != "run_id"
+    }

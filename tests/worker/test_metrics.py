@@ -385,3 +385,38 @@ def test_open_exceptions_rank_money_past_its_refund_deadline_first(engine: Engin
     samples = _collect(engine)
     assert value(samples, "pixrecon_open_exceptions", status="missing_webhook", priority="1") == 1
     assert value(samples, "pixrecon_open_exceptions", priority="2") == 0
+
+
+def test_a_day_whose_breaks_people_all_resolved_is_told_apart(engine: Engine) -> None:
+    """The verdict stays ``breaks`` (the sources disagree), and the alert on it stands down
+    only through this gauge: every exception resolved, nothing unexplained in the bridge."""
+    today = business_today()
+    days = {
+        "all resolved": (today - timedelta(days=1), CaseState.RESOLVED, 0, 1),
+        "one still open": (today - timedelta(days=2), CaseState.OPEN, 0, 0),
+        "resolved, residual": (today - timedelta(days=3), CaseState.RESOLVED, 500, 0),
+    }
+    with session_scope(engine) as session:
+        for day, state, residual, _ in days.values():
+            report = {"exceptions_found": 1, "bridge": {"residual_cents": residual}}
+            run = ReconciliationRun(
+                business_date=day, status="completed", verdict="breaks", report=json.dumps(report)
+            )
+            session.add(run)
+            session.flush()
+            assert run.id is not None
+            session.add(
+                ExceptionCase(
+                    business_date=day,
+                    subject="movement",
+                    ref="a",
+                    status="unconfirmed_webhook",
+                    state=state.value,
+                    first_seen_run_id=run.id,
+                    last_seen_run_id=run.id,
+                )
+            )
+    samples = _collect(engine)
+    for what, (day, _, _, expected) in days.items():
+        got = value(samples, "pixrecon_day_breaks_resolved", day=day.isoformat())
+        assert got == expected, what
