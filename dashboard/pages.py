@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date
 from typing import Any
 from urllib.parse import urlencode
@@ -55,17 +55,44 @@ def _ofx_account() -> OfxAccount:
     return OfxAccount.from_settings(get_settings().accounts_account_id)
 
 
+# Pix began in 2020; a page reaching days around these bounds (a day before, two weeks
+# after) must stay within what a date can hold.
+FIRST_DAY, LAST_DAY = date(2000, 1, 1), date(2099, 12, 31)
+
+
 def _day(text: str | None, fallback: Callable[[], date]) -> date:
     if not text:
         return fallback()
     try:
-        return date.fromisoformat(text)
+        day = date.fromisoformat(text)
     except ValueError:
         raise HTTPException(400, f"Not a date: {text[:20]!r} (expected YYYY-MM-DD).") from None
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise HTTPException(
+            400, f"{text} is out of range: days from {FIRST_DAY.year} to {LAST_DAY.year}."
+        )
+    return day
 
 
-def _choice(value: str | None, choices: tuple[str, ...] | list[str], default: str) -> str:
-    return value if value is not None and value in choices else default
+def _choice(value: str | None, choices: Sequence[object], default: str, name: str) -> str:
+    """A filter a person mistyped must not quietly show another list."""
+    if value is None or value == "":
+        return default
+    if value not in [str(choice) for choice in choices]:
+        offered = ", ".join(str(choice) for choice in choices)
+        raise HTTPException(400, f"Not a {name}: {value[:20]!r} (one of {offered}).")
+    return value
+
+
+def _page(value: str | None) -> int:
+    try:
+        page = int(value) if value else 1
+    except ValueError:
+        page = 0
+    if page < 1:
+        raise HTTPException(400, f"Not a page number: {(value or '')[:20]!r}.")
+    # Bounded: the offset it makes must fit the database's integers.
+    return min(page, LAST_PAGE)
 
 
 def routes(dash: Dashboard) -> list[BaseRoute]:
@@ -124,17 +151,13 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
     def exceptions_page(request: Request, _user: str) -> Response:
         params = request.query_params
         day_text = params.get("date")
-        try:
-            # Bounded: the offset it makes must fit the database's integers.
-            page = min(max(1, int(params.get("page", "1"))), LAST_PAGE)
-        except ValueError:
-            page = 1
+        page = _page(params.get("page"))
         query = CaseQuery(
-            state=_choice(params.get("state"), list(STATE_FILTERS), "remaining"),
+            state=_choice(params.get("state"), list(STATE_FILTERS), "remaining", "state"),
             subject=params.get("subject") or None,
             status=params.get("status") or None,
             day=_day(day_text, date.today) if day_text else None,
-            sort=_choice(params.get("sort"), SORTS, "priority"),
+            sort=_choice(params.get("sort"), SORTS, "priority", "sort order"),
             page=page,
         )
         with session_scope(dash.engine) as session:
@@ -222,11 +245,7 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
 
     def recent_page(request: Request, _user: str) -> Response:
         params = request.query_params
-        try:
-            days = int(params.get("days", "14"))
-        except ValueError:
-            days = 14
-        days = days if days in RECENT_DAYS else 14
+        days = int(_choice(params.get("days"), RECENT_DAYS, "14", "number of days"))
         last = _day(params.get("until"), default_day)
         hours_of = _day(params.get("hours"), lambda: last)
         with session_scope(dash.engine) as session:

@@ -111,10 +111,16 @@ def _undecodable(exc: UnicodeDecodeError, declared: str | None) -> str:
 
 
 def _codec(charset: str | None) -> str | None:
+    """The declared charset's codec, if it is a text encoding: ``base64``, ``zlib`` and
+    ``rot13`` are codecs Python knows but no charset, and are taken as undeclared, like a
+    name nobody knows."""
+    if not charset:
+        return None
     try:
-        return codecs.lookup(charset).name if charset else None
+        codec = codecs.lookup(charset)
     except LookupError:
         return None
+    return codec.name if getattr(codec, "_is_text_encoding", True) else None
 
 
 def _text(body: bytes, charset: str | None) -> str:

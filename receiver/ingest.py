@@ -21,6 +21,7 @@ from receiver.quarantine import QuarantineWriter
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.inbox import Delivery, NewItem
 from reconcile.logs import get_logger
+from reconcile.models import stored_route
 from reconcile.payloads import PayloadInvalid
 from reconcile.settings import Settings
 
@@ -135,7 +136,7 @@ async def _accept(
     # The path as routed, not ``request.url``: building the URL cost the loop about 10 µs.
     route: str = request.scope["path"]
     delivery = Delivery(
-        route=route,
+        route=stored_route(route),
         remote_addr=auth.client_ip(request),
         headers=_selected_headers(request, redacted),
         body=body,

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from receiver.problems import Problem
 from reconcile.db import UNAVAILABLE_ERRORS, session_scope
 from reconcile.logs import get_logger
+from reconcile.models import stored_route
 from reconcile.quarantine import quarantine
 
 log = get_logger(__name__)
@@ -58,7 +59,7 @@ class QuarantineWriter:
             with session_scope(self._engine) as session:
                 quarantine(
                     session,
-                    route=request.url.path,
+                    route=stored_route(request.url.path),
                     remote_addr=remote_addr,
                     status_code=problem.status,
                     reason=problem.slug,

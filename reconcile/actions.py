@@ -115,6 +115,12 @@ def suggested_action(
         if status == "missing_webhook":
             # Nobody notified it: the statement's amount is the only one.
             booked = actual if actual is not None else expected
+            if ref.startswith("D"):
+                # A refund's rtrId: money that left, not money to give back.
+                return (
+                    f"ask the provider which Pix the refund of {brl(booked)} debited returns: "
+                    "no refund of that id was notified or polled"
+                )
             return (
                 f"a payment of {brl(booked)} nobody notified: match it to an order, or "
                 + _give_back("it", refund_by, today)

@@ -30,6 +30,7 @@ ACTIONS = {
     CaseState.ACKNOWLEDGED: "acknowledge",
     CaseState.RESOLVED: "resolve",
 }
+REOPEN = ACTIONS[CaseState.OPEN]
 # The states a person's action applies to, as the dashboard offers them: a stale page or
 # a double click must not resolve a case twice, or acknowledge one someone else resolved.
 APPLIES_TO = {
@@ -362,7 +363,9 @@ def set_state(
     in (row locked), else ``CaseChanged`` and nothing changes."""
     if state not in SETTABLE:
         raise ValueError(f"a person can set open, acknowledged or resolved, not {state!r}")
-    note = (note or "").strip() or None
+    # Stored masked: the case tables are what BI tools are granted (docs/dashboards.md),
+    # and a CPF typed into a note must not reach them.
+    note = mask_text((note or "").strip()) or None
     if state == CaseState.RESOLVED and note is None:
         raise NoteRequired("resolving a case needs a note saying how it was resolved")
     if note is not None and len(note) > NOTE_MAX_LENGTH:
@@ -376,7 +379,11 @@ def set_state(
     session.add(
         CaseEvent(
             case_id=case_id,
-            action=ACTIONS[state],
+            # Acknowledging a resolved case from the command line reopens it: the audit
+            # must say so, as the dashboard's reopen does.
+            action=REOPEN
+            if found.state in CLOSED_STATES and state != CaseState.RESOLVED
+            else ACTIONS[state],
             actor=(actor or command_line_actor())[:ACTOR_MAX_LENGTH],
             note=note,
             previous_state=found.state,

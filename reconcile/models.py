@@ -87,8 +87,17 @@ class ItemKind(enum.StrEnum):
     UNSUPPORTED = "unsupported"
 
 
+# A path longer than this is stored cut (``stored_route``): the route column is bounded,
+# and refusing a delivery for the length of the URL it came to would lose it.
+ROUTE_MAX = 200
+
+
+def stored_route(path: str) -> str:
+    return path if len(path) <= ROUTE_MAX else path[: ROUTE_MAX - 1] + "…"
+
+
 class WebhookDeliveryBase(SQLModel):
-    route: str = Field(max_length=200)
+    route: str = Field(max_length=ROUTE_MAX)
     remote_addr: str | None = Field(default=None, max_length=64)
     headers: str = Field(sa_type=Text, description="selected request headers, JSON")
     item_count: int = 0

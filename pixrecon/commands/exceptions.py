@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import date
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from sqlalchemy import Engine
 
 from pixrecon.commands.common import (
     FormatOption,
@@ -20,6 +22,8 @@ from pixrecon.commands.common import (
 from pixrecon.report import exceptions_table
 from reconcile.cases import CaseNotFound, NoteRequired, case_rows, set_state
 from reconcile.db import session_scope
+from reconcile.exports.runs import latest_completed_run
+from reconcile.exports.table import NotReconciled
 from reconcile.formats import br_date
 from reconcile.models import CaseState, ExceptionCase
 from reconcile.settings import get_settings
@@ -55,6 +59,8 @@ def exceptions(
         rows = case_rows(
             session, day=business_day, states=states, as_of=business_today(), by_priority=True
         )
+    if not rows and business_day is not None:
+        _judged_or_exit(engine, business_day)
     if output is OutputFormat.json:
         # ``id`` as well as ``case_id``: scripts written against the first listing read it.
         listed = [{"id": row["case_id"], **row} for row in rows]
@@ -68,6 +74,16 @@ def exceptions(
         Console(width=max(console.width, 5000)).print(exceptions_table(rows, wide=True))
         return
     console.print(exceptions_table(rows))
+
+
+def _judged_or_exit(engine: Engine, day: date) -> None:
+    """A day nothing judged listed as "no exceptions" would read as a clean day."""
+    if day > business_today():
+        raise fail(f"{day.isoformat()} has not begun yet: it has no exceptions to list")
+    try:
+        latest_completed_run(engine, day)
+    except NotReconciled as exc:
+        raise fail(str(exc)) from None
 
 
 def _set(case_id: int, state: CaseState, note: str | None) -> None:

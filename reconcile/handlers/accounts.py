@@ -35,7 +35,7 @@ from reconcile.payloads.accounts import (
 from reconcile.payloads.pix import moved_later
 from reconcile.payloads.refs import notification_data
 from reconcile.payloads.tolerant import read_timestamp
-from reconcile.timeutil import utcnow
+from reconcile.timeutil import as_utc, utcnow
 
 # Later states outrank earlier ones, so an old notification arriving late changes nothing.
 MOVEMENT_RANK = {
@@ -233,6 +233,12 @@ def handle_infraction(session: Session, item: InboxItem) -> None:
     assert data.id is not None
     status = data.status or UNKNOWN_STATUS
     opened = read_timestamp(raw.get("createdAt"))
+    changed = read_timestamp(raw.get("closedAt"))
+    if changed is None and status.upper() not in ("OPEN", "ACKNOWLEDGED"):
+        # A notification of a closed case need not say when it closed: no earlier than it
+        # was heard of. Dated at its opening, a case closed days later would read closed
+        # on its first day, and that day's answer would change with the day it is asked.
+        changed = read_timestamp(raw.get("updatedAt")) or as_utc(item.received_at)
     upsert_latest(
         session,
         Infraction,
@@ -243,7 +249,7 @@ def handle_infraction(session: Session, item: InboxItem) -> None:
             "amount_cents": _infraction_amount(raw),
             "end_to_end_id": data.endToEndId,
             "debited_cents": _infraction_amount(raw, ("debitedAmount", "debited_amount")),
-            "provider_updated_at": read_timestamp(raw.get("closedAt") or raw.get("createdAt")),
+            "provider_updated_at": changed or opened,
             "blocked_cents": _infraction_amount(raw, ("blockedAmount", "blocked_amount")),
             "opened_at": opened,
             "deadline_at": _deadline(raw, opened),

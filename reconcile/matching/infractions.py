@@ -181,7 +181,9 @@ def med_exposure(session: Session, ctx: RunContext) -> dict[str, Any]:
         {
             "case_id": row.infraction_id,
             "state": "open" if row.open else "closed",
-            "status": row.status,
+            # Closed since the day ended: it was open then, and its report must read so
+            # whenever it is asked (the statuses it went through are not kept).
+            "status": "OPEN" if row.open and row.status not in OPEN_STATES else row.status,
             "end_to_end_id": row.end_to_end_id,
             "amount_cents": row.amount_cents or 0,
             "blocked_cents": row.blocked_cents or 0,

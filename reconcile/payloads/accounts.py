@@ -105,9 +105,11 @@ class RefundInfo(Tolerant):
 
     EXPECT = {"status": one_of(*MOVEMENT_STATUSES), "createdAt": timestamp()}
 
-    endToEndId: str | None = None
-    status: str | None = None
-    errorCode: str | None = None
+    # Bounded as a movement's own: what the payout_return row cannot hold is flagged
+    # here, or the row would be refused and the payout's movement with it.
+    endToEndId: EndToEndId | None = None
+    status: str | None = Field(default=None, min_length=1, max_length=32)
+    errorCode: str | None = Field(default=None, max_length=32)
     pixRefundAmount: Amount | None = None
     createdAt: str | None = None
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date
 from typing import Any
 
 from pydantic import Field
@@ -133,13 +133,20 @@ class CobRNotification(Tolerant):
 
 
 def latest_update(status: str | None, history: list[Atualizacao]) -> str:
-    """The time of the newest history entry (raw text), preferring the current status."""
+    """The time of the newest history entry, preferring the current status: in UTC, so
+    that one instant written in another offset or precision (by the webhook, by ``GET
+    /rec``) is one key; its raw text only when it cannot be read."""
     same = [entry for entry in history if entry.status == status] or history
     if not same:
         return ""
-    readable = [(read_timestamp(entry.data), entry.data or "") for entry in same]
-    dated = [(when, raw) for when, raw in readable if when is not None]
-    return max(dated)[1] if dated else same[-1].data or ""
+    dated = [when for when in (read_timestamp(entry.data) for entry in same) if when]
+    if not dated:
+        return same[-1].data or ""
+    when = max(dated).astimezone(UTC)
+    # Milliseconds, as the BCB's examples and the provider write it (``…T12:43:53.337Z``):
+    # keys of items stored before stay the same.
+    precision = "microseconds" if when.microsecond % 1000 else "milliseconds"
+    return when.isoformat(timespec=precision)[:-6] + "Z"
 
 
 # What tells a flat object for a recurrence or a recurring charge (docs/design.md §4): the

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from reconcile.models import ItemKind
+from reconcile.payloads.tolerant import spelling
 
 REF_MAX_LENGTH = 100
 """Longer values are no business key of the provider's; they are not indexed."""
@@ -55,6 +56,20 @@ def _objects(value: Any) -> Iterator[dict[str, Any]]:
         yield from (entry for entry in value if isinstance(entry, dict))
 
 
+def _respelled(obj: dict[str, Any], name: str) -> Any:
+    """The field under another spelling (``end_to_end_id``, ``EndToEndID``): the item's
+    key is read from there too (flagged), and must be found by it."""
+    wanted = spelling(name)
+    return next(
+        (
+            value
+            for given, value in obj.items()
+            if isinstance(given, str) and spelling(given) == wanted
+        ),
+        None,
+    )
+
+
 class _Found:
     def __init__(self) -> None:
         self.refs: Refs = {}
@@ -62,7 +77,7 @@ class _Found:
     def take(self, holder: Any, names: tuple[tuple[str, str], ...]) -> None:
         for obj in _objects(holder):
             for source, shown in names:
-                value = _text(obj.get(source))
+                value = _text(obj[source] if source in obj else _respelled(obj, source))
                 if value is not None and value not in self.refs.setdefault(shown, []):
                     self.refs[shown].append(value)
         self.refs = {name: values for name, values in self.refs.items() if values}

@@ -51,9 +51,9 @@ def key_renamed(documented: str) -> str:
     return f"the business key under its documented name, {documented} (read from this one)"
 
 
-def _spelling(name: str) -> str:
-    """A field name as senders vary it: case, underscores, surrounding whitespace."""
-    return name.strip().replace("_", "").casefold()
+def spelling(name: str) -> str:
+    """A field name as senders vary it: case, underscores, whitespace."""
+    return "".join(name.split()).replace("_", "").casefold()
 
 
 def _always(_value: Any) -> bool:
@@ -320,11 +320,11 @@ class Tolerant(BaseModel):
         key is as readable as ever, and refusing the delivery would have the provider
         disable the webhook. Only when the documented name is absent, so the common
         delivery pays one look-up per key field."""
-        wanted = {_spelling(name): name for name in cls.KEYS if name not in data}
+        wanted = {spelling(name): name for name in cls.KEYS if name not in data}
         found = {
-            wanted[_spelling(given)]: given
+            wanted[spelling(given)]: given
             for given in data
-            if isinstance(given, str) and _spelling(given) in wanted
+            if isinstance(given, str) and spelling(given) in wanted
         }
         if not found:
             return data, []

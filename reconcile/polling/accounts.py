@@ -9,7 +9,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlmodel import col
 
 from reconcile.db import session_scope
@@ -65,6 +65,33 @@ def poll_infractions(
 ) -> PollResult:
     found = api.iter_infractions(start=start, end=end)
     return walk_and_store(engine, found, _notification("INFRACTION"), on_new, what="infraction")
+
+
+def refresh_open_infractions(
+    api: AccountsSource, engine: Engine, on_new: OnNew = None, *, limit: int = 500
+) -> PollResult:
+    """Each case still open here, asked for again. The listing walks cases by when they
+    were opened: one opened on an earlier day and closed since, its notification lost,
+    would otherwise stay open here for good, at risk on every later day, and its debit
+    would find no closed case."""
+    with session_scope(engine) as session:
+        ids = list(
+            session.execute(
+                select(col(Infraction.infraction_id))
+                .where(func.upper(col(Infraction.status)).in_(("OPEN", "ACKNOWLEDGED")))
+                .order_by(col(Infraction.infraction_id))
+                .limit(limit)
+            ).scalars()
+        )
+
+    def found() -> Iterator[dict[str, Any]]:
+        for infraction_id in ids:
+            try:
+                yield api.get_infraction(infraction_id)
+            except NotFound:
+                log.info("infraction_unknown_to_provider")
+
+    return walk_and_store(engine, found(), _notification("INFRACTION"), on_new, what="infraction")
 
 
 def identify_disputed_pix(api: AccountsSource, engine: Engine, *, limit: int = 500) -> PollResult:

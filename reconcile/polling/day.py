@@ -31,6 +31,7 @@ from reconcile.polling.accounts import (
     poll_invoices,
     poll_pending_payouts,
     poll_statement,
+    refresh_open_infractions,
 )
 from reconcile.polling.qrcode import (
     QrCodeSource,
@@ -38,6 +39,7 @@ from reconcile.polling.qrcode import (
     describe_recurrences,
     poll_charges,
     poll_received_pix,
+    refresh_refunds_in_progress,
 )
 from reconcile.polling.store import OnNew, PollResult
 from reconcile.schedule import leased, next_window
@@ -199,11 +201,13 @@ def fetch_window(
         ).items():
             fetched.add(kind, result)
         fetched.add("recurrences", describe_recurrences(qrcode, engine))
+        fetched.add("refunds_in_progress", refresh_refunds_in_progress(qrcode, engine, on_new))
     if Family.ACCOUNTS in families and accounts is not None:
         step("statement")
         fetched.add("statement", poll_statement(accounts, engine, start, end, on_new))
         step("infractions")
         fetched.add("infractions", poll_infractions(accounts, engine, start, end, on_new))
+        fetched.add("open_infractions", refresh_open_infractions(accounts, engine, on_new))
         fetched.add("disputed_pix", identify_disputed_pix(accounts, engine))
         step("payouts in flight")
         fetched.add("payouts", poll_pending_payouts(accounts, engine, on_new))

@@ -9,7 +9,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlmodel import col
 from structlog import get_logger
 
@@ -17,7 +17,7 @@ from reconcile.confirmation import confirm_listed
 from reconcile.db import session_scope
 from reconcile.handlers.automatico import calendar_of
 from reconcile.inbox import NewItem
-from reconcile.models import Recurrence
+from reconcile.models import PixRefund, Recurrence
 from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
 from reconcile.payloads.charges import charge_item
 from reconcile.payloads.pix import api_pix_items
@@ -35,6 +35,10 @@ class QrCodeSource(Protocol):
     def list_cobvs(self, inicio: datetime, fim: datetime) -> Iterator[dict[str, Any]]: ...
     def list_cobrs(self, inicio: datetime, fim: datetime) -> Iterator[dict[str, Any]]: ...
     def list_recs(self, inicio: datetime, fim: datetime) -> Iterator[dict[str, Any]]: ...
+
+
+class PixSource(Protocol):
+    def get_pix(self, end_to_end_id: str) -> dict[str, Any]: ...
 
 
 class RecurrenceSource(Protocol):
@@ -73,6 +77,37 @@ def poll_received_pix(
     )
     result.settled = settled
     return result
+
+
+def refresh_refunds_in_progress(
+    api: PixSource, engine: Engine, on_new: OnNew = None, *, limit: int = 500
+) -> PollResult:
+    """Each Pix with a refund still in progress here, asked for again (``GET
+    /pix/{e2eid}``). ``GET /pix`` lists a Pix by when it was received: a refund of an
+    earlier day's Pix that settles without a notification would stay in progress here for
+    good, and its debit in the statement would read as a refund nobody notified."""
+    with session_scope(engine) as session:
+        refunded = list(
+            session.execute(
+                select(col(PixRefund.end_to_end_id))
+                .where(
+                    func.upper(col(PixRefund.status)) == "EM_PROCESSAMENTO",
+                    col(PixRefund.end_to_end_id).is_not(None),
+                )
+                .group_by(col(PixRefund.end_to_end_id))
+                .order_by(col(PixRefund.end_to_end_id))
+                .limit(limit)
+            ).scalars()
+        )
+
+    def found() -> Iterator[dict[str, Any]]:
+        for end_to_end_id in refunded:
+            try:
+                yield api.get_pix(end_to_end_id)
+            except NotFound:
+                log.info("refunded_pix_unknown_to_provider")
+
+    return walk_and_store(engine, found(), api_pix_items, on_new, what="refunded Pix")
 
 
 def poll_charges(

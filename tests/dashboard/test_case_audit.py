@@ -100,3 +100,36 @@ def test_a_document_typed_into_a_note_is_masked_wherever_cases_are_listed(
     with session_scope(engine) as session:
         (row,) = case_rows(session, case_ids=[case_id], states=tuple(CaseState))
     assert row["note"] == "refunded to CPF *********05, CNPJ ************81"
+
+
+def test_the_tables_granted_to_bi_never_hold_a_typed_document(engine: Engine) -> None:
+    case_id = seed_case(engine)
+    with session_scope(engine) as session:
+        note = "refunded to CPF 390.533.447-05"
+        set_state(session, case_id, CaseState.ACKNOWLEDGED, note, actor="dashboard:alice")
+    with engine.connect() as connection:
+        stored = connection.execute(
+            text(
+                "SELECT c.note, e.note, v.note FROM exception_case c "
+                "JOIN case_event e ON e.case_id = c.id "
+                "JOIN v_open_exceptions v ON v.case_id = c.id"
+            )
+        ).one()
+    assert tuple(stored) == ("refunded to CPF *********05",) * 3
+
+
+def test_acknowledging_a_resolved_case_is_recorded_as_reopening_it(engine: Engine) -> None:
+    case_id = seed_case(engine)
+    with session_scope(engine) as session:
+        set_state(session, case_id, CaseState.RESOLVED, "refunded")
+    with session_scope(engine) as session:
+        set_state(session, case_id, CaseState.ACKNOWLEDGED, "not refunded after all")
+    with session_scope(engine) as session:
+        events = case_events(session, case_id)
+        case = session.get(ExceptionCase, case_id)
+        assert case is not None
+        assert case.state == "acknowledged"
+    assert [(e.action, e.previous_state) for e in events] == [
+        ("resolve", "open"),
+        ("reopen", "resolved"),
+    ]

@@ -112,6 +112,22 @@ def test_what_cannot_exist_answers_an_error_page_never_a_500(
     assert beyond.status_code == 200
     assert "is past the last one" in beyond.text
     assert "page=1" in beyond.text, "a way back to the cases"
+    # Dates at the edges of what a date holds, and filters mistyped: told, not guessed.
+    for query in [
+        "recent?until=9999-12-31",
+        "recent?until=0001-01-01",
+        "recent?hours=9999-12-31",
+        "?date=0001-01-01",
+        "recent?days=abc",
+        "recent?days=5",
+        "exceptions?state=resolvd",
+        "exceptions?sort=xyz",
+        "exceptions?page=abc",
+        "exceptions?page=-1",
+    ]:
+        answer = client.get(f"/dashboard/{query}")
+        assert answer.status_code == 400, (query, answer.text[:300])
+    assert "one of remaining" in client.get("/dashboard/exceptions?state=resolvd").text
     # The pages still answer afterwards, on the same connection pool.
     assert client.get(f"/dashboard/exceptions/{case_id}").status_code == 200
 

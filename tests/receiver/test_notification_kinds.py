@@ -14,16 +14,19 @@ from sqlmodel import SQLModel
 
 from reconcile.db import session_scope
 from reconcile.models import (
+    ROUTE_MAX,
     AccountMovement,
     InboxItem,
     Infraction,
     PayoutReturn,
     PixReceived,
     PixRefund,
+    QuarantinedDelivery,
     Recurrence,
     RecurringCharge,
+    WebhookDelivery,
 )
-from tests.conftest import RunningNode
+from tests.conftest import RunningNode, wait_for
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -153,6 +156,31 @@ def test_body_without_type_takes_it_from_the_path(running_node: RunningNode) -> 
     assert set(_items(running_node)) == {"accounts:TRANSFER:98765:LIQUIDATED"}
 
 
+def test_a_path_longer_than_its_column_is_stored_cut_not_refused(
+    running_node: RunningNode,
+) -> None:
+    data = load("accounts/transfer.json")["data"]
+    path = "/webhooks/accounts/" + "k" * 400
+    response = running_node.http.post(path, json={"type": "TRANSFER", "data": data})
+    assert response.status_code == 200, response.text
+    with session_scope(running_node.node.engine) as session:
+        route = session.execute(select(WebhookDelivery.route)).scalar_one()  # type: ignore[call-overload]
+    assert route.startswith("/webhooks/accounts/kkk")
+    assert len(route) == ROUTE_MAX
+    # Refused (a wrong secret), it is quarantined with the path cut the same way.
+    refused = running_node.http.post(
+        path, json={"type": "TRANSFER", "data": data}, headers={"X-Webhook-Secret": "wrong"}
+    )
+    assert refused.status_code == 401
+
+    def quarantined() -> list[str]:
+        with session_scope(running_node.node.engine) as session:
+            return list(session.execute(select(QuarantinedDelivery.route)).scalars())  # type: ignore[call-overload]
+
+    wait_for(lambda: len(quarantined()) == 1)
+    assert quarantined() == [route]
+
+
 def test_a_body_whose_type_the_path_contradicts_is_read_as_the_body_says_and_flagged(
     running_node: RunningNode,
 ) -> None:
@@ -280,3 +308,31 @@ def test_a_cash_out_code_inside_data_is_kept_too(running_node: RunningNode) -> N
     running_node.wait_processed()
     (movement,) = _rows(running_node, AccountMovement)
     assert movement.error_code == code
+
+
+@pytest.mark.parametrize(
+    ("refund", "flagged"),
+    [
+        ({"endToEndId": "D" * 65, "status": "LIQUIDATED"}, "/data/refunds/0/endToEndId"),
+        (
+            {"endToEndId": "D18236120202611221700r0000000001", "status": "S" * 40},
+            "/data/refunds/0/status",
+        ),
+    ],
+    ids=["long-end-to-end-id", "long-status"],
+)
+def test_a_payout_return_no_column_can_hold_is_flagged_and_the_payout_kept(
+    running_node: RunningNode, refund: dict[str, Any], flagged: str
+) -> None:
+    document = load("accounts/transfer.json")
+    document["data"]["status"] = "PARTIALLY_REFUNDED"
+    document["data"]["refunds"] = [{**refund, "pixRefundAmount": "1.00"}]
+    response = running_node.http.post("/webhooks/accounts", json=document)
+    assert response.status_code == 200, response.text
+    summary = running_node.wait_processed()
+    assert summary["failed"] == 0, summary
+    (item,) = _items(running_node).values()
+    assert flagged in {w["pointer"] for w in json.loads(item.warnings or "[]")}
+    with session_scope(running_node.node.engine) as session:
+        movement = session.execute(select(AccountMovement)).scalar_one()
+    assert movement.status == "PARTIALLY_REFUNDED"

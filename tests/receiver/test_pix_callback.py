@@ -200,8 +200,17 @@ def test_json_under_another_declared_type_is_read_all_the_same(
         (lambda text: text.encode("cp1252"), "application/json; charset=windows-1252"),
         (lambda text: text.encode("iso-8859-1"), "application/json"),
         (lambda text: text.encode("utf-16"), "application/json"),
+        # A codec Python knows that is no charset at all: taken as undeclared.
+        (lambda text: text.encode(), "application/json; charset=base64"),
     ],
-    ids=["utf8-bom", "latin1-declared", "cp1252-declared", "latin1-undeclared", "utf16"],
+    ids=[
+        "utf8-bom",
+        "latin1-declared",
+        "cp1252-declared",
+        "latin1-undeclared",
+        "utf16",
+        "not-a-charset",
+    ],
 )
 def test_text_in_another_encoding_is_read_as_the_sender_wrote_it(
     running_node: RunningNode, encode: Callable[[str], bytes], content_type: str

@@ -34,6 +34,7 @@ from reconcile.models import (
     PixRefund,
     WebhookDelivery,
 )
+from reconcile.payloads.refs import item_refs
 from reconcile.processing import process_items
 from reconcile.timeutil import as_utc
 from tests.conftest import SECRET, make_settings
@@ -534,7 +535,9 @@ def test_numbers_python_reads_apart_from_json_are_unreadable_amounts_not_refusal
     assert received.amount_cents is None
 
 
-@pytest.mark.parametrize("name", ["endtoendid", "EndToEndID", "end_to_end_id", " endToEndId "])
+@pytest.mark.parametrize(
+    "name", ["endtoendid", "EndToEndID", "end_to_end_id", " endToEndId ", "end to end id"]
+)
 def test_a_key_under_another_spelling_of_its_name_is_read_and_flagged(
     sqlite_engine: Engine, name: str
 ) -> None:
@@ -554,6 +557,8 @@ def test_a_key_under_another_spelling_of_its_name_is_read_and_flagged(
         }
     ]
     assert json.loads(item.payload)[name] == e2e, "the payload is kept as it came"
+    # ``pixrecon events --ref`` finds it by its key, whatever the spelling it came under.
+    assert item_refs(item.kind, json.loads(item.payload)) == {"endToEndId": [e2e]}
     assert _process_pending(sqlite_engine) == []
     with session_scope(sqlite_engine) as session:
         received = session.execute(select(PixReceived)).scalar_one()

@@ -20,6 +20,7 @@ from reconcile.matching.automatico import cycle_on_or_before
 from reconcile.matching.judgement import DayVerdict, Sources
 from reconcile.models import AccountMovement
 from reconcile.nightly import NightlyResult, reconcile_day
+from reconcile.processing import process_items
 from reconcile.provider.errors import NotFound
 from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, utcnow
 from tests.reconcile.day_book import DayBook, reais, verdicts_of
@@ -596,3 +597,118 @@ def test_a_bare_med_debit_is_matched_by_its_amount_only_when_one_case_fits(
         "12:00", PAST + timedelta(days=5)
     )
     assert result.verdict is DayVerdict.BREAKS
+
+
+class _ClosedSince:
+    """The accounts API: the case closed the next day, with the debit it announced."""
+
+    def __init__(self, case: dict[str, Any]) -> None:
+        self.case = case
+        self.asked: list[str] = []
+
+    def get_infraction(self, infraction_id: str) -> dict[str, Any]:
+        self.asked.append(infraction_id)
+        if infraction_id != self.case["id"]:
+            raise NotFound(infraction_id)
+        return self.case
+
+
+def test_a_case_left_open_is_asked_for_again_and_its_later_debit_found(engine: Engine) -> None:
+    """No notification of its closing came: polling asks for every case still open here,
+    the day it opened keeps saying open, the day it closed debits it."""
+    from reconcile.polling.accounts import refresh_open_infractions
+
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    opened = {"id": "med-later", "status": "OPEN", "amount": "80.00"}
+    book.infraction({**opened, "createdAt": book.at("10:00").isoformat()}, webhook=False)
+    first = reconcile_day(engine, PAST, now=AFTER)
+    assert first.report["med"]["open_cases"] == 1
+
+    later = PAST + timedelta(days=1)
+    next_day = DayBook(engine, later)
+    closed = {
+        **opened,
+        "status": "CLOSED",
+        "debitedAmount": "80.00",
+        "createdAt": book.at("10:00").isoformat(),
+        "closedAt": next_day.at("09:00").isoformat(),
+    }
+    api: Any = _ClosedSince(closed)
+    refreshed = refresh_open_infractions(api, engine, lambda ids: process_items(engine, ids))
+    assert (api.asked, len(refreshed.new_ids)) == (["med-later"], 1)
+    next_day.line("INFRACTION_DEBIT", 8_000, "09:00", credit=False, infractionId="med-later")
+    second = reconcile_day(engine, later, now=business_day_bounds(later)[1] + timedelta(hours=2))
+    assert second.report["med"]["debited_cents"] == 8_000
+    assert verdicts_of(engine, second)[("infraction", "med-later")].status == "closed"
+    again = reconcile_day(engine, PAST, now=AFTER + timedelta(days=2))
+    assert again.report["med"] == first.report["med"]
+    # Closed here now: nothing more to ask.
+    assert refresh_open_infractions(api, engine).seen == 0
+
+
+class _PixNow:
+    """``GET /pix/{e2eid}``: the Pix with its refund settled since."""
+
+    def __init__(self, pix: dict[str, Any]) -> None:
+        self.pix = pix
+        self.asked: list[str] = []
+
+    def get_pix(self, end_to_end_id: str) -> dict[str, Any]:
+        self.asked.append(end_to_end_id)
+        if end_to_end_id != self.pix["endToEndId"]:
+            raise NotFound(end_to_end_id)
+        return self.pix
+
+
+def test_a_refund_left_in_progress_is_asked_for_again_and_judged_the_day_it_settled(
+    engine: Engine,
+) -> None:
+    """No notification of its settling came, and ``GET /pix`` lists the Pix on its own
+    day: polling asks for every Pix whose refund is still in progress here."""
+    from reconcile.polling.qrcode import refresh_refunds_in_progress
+
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    rtr = "D99999008202603110300refundlate1"
+    refund = {"id": "dev-later", "rtrId": rtr, "valor": "40.00"}
+    asked = {
+        **refund,
+        "status": "EM_PROCESSAMENTO",
+        "horario": {"solicitacao": book.at("23:00").isoformat()},
+    }
+    e2e = book.pix(10_000, "12:00", refunds=[asked])
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 10_000, "12:00", credit=True, endToEndId=e2e)
+    first = reconcile_day(engine, PAST, now=AFTER)
+    assert verdicts_of(engine, first)[("movement", rtr)].status == "pending"
+
+    later = PAST + timedelta(days=1)
+    next_day = DayBook(engine, later)
+    next_day.balance = book.balance
+    settled = {
+        **refund,
+        "status": "DEVOLVIDO",
+        "horario": {
+            "solicitacao": book.at("23:00").isoformat(),
+            "liquidacao": next_day.at("00:30").isoformat(),
+        },
+    }
+    pix_now = {
+        "endToEndId": e2e,
+        "valor": "100.00",
+        "horario": book.at("12:00").isoformat(),
+        "devolucoes": [settled],
+    }
+    api: Any = _PixNow(pix_now)
+    refresh_refunds_in_progress(api, engine, lambda ids: process_items(engine, ids))
+    assert api.asked == [e2e]
+    next_day.line("PIX_REFUND_SENT", 4_000, "00:30", credit=False, endToEndId=rtr)
+    second = reconcile_day(engine, later, now=business_day_bounds(later)[1] + timedelta(hours=2))
+    judged = verdicts_of(engine, second)[("movement", rtr)]
+    # Booked and stood behind: no exception, only the fact that polling found its end.
+    assert (judged.status, judged.exception) == ("missing_webhook", False)
+    assert judged.reason == "a refund found by polling only: no webhook came"
+    assert second.report["totals"]["refunds"]["api"] == 4_000
+    # Settled here now: nothing more to ask.
+    assert refresh_refunds_in_progress(api, engine).seen == 0

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Engine, update
 from sqlmodel import col
 
+from reconcile.actions import suggested_action
 from reconcile.cases import case_rows
 from reconcile.db import session_scope
 from reconcile.models import Confirmation, PixReceived
@@ -113,3 +114,13 @@ def test_the_net_of_a_pix_is_only_money_the_provider_stands_behind(engine: Engin
 
     net = {ref: verdict.net_cents for (_, ref), verdict in verdicts_of(engine, result).items()}
     assert (net[agreed], net[forged], net[disputed], net[waiting]) == (1_000, None, 3_500, None)
+
+
+def test_a_refund_debited_that_nobody_notified_is_asked_about_not_given_back() -> None:
+    action = suggested_action(
+        "movement", "missing_webhook", 4_000, None, ref="D99999008202603110300refundlate1"
+    )
+    assert action == (
+        "ask the provider which Pix the refund of R$ 40,00 debited returns: no refund of that "
+        "id was notified or polled"
+    )

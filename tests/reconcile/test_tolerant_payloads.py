@@ -630,3 +630,22 @@ def test_a_running_balance_may_pass_the_largest_amount_of_one_pix() -> None:
     # Past what a BIGINT of centavos holds it is junk, flagged like any unreadable amount.
     junk = {**line, "id": "l-3", "balanceAfter": "1" + "0" * 20}
     assert [w.pointer for w in statement_item(junk).warnings] == ["/balanceAfter"]
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["2026-11-27T15:05:00Z", "2026-11-27T15:05:00.000000Z", "2026-11-27T12:05:00-03:00"],
+)
+def test_a_recurrence_update_is_one_key_whatever_its_time_notation(written: str) -> None:
+    """The webhook and ``GET /rec`` may write one instant differently: one item, so that a
+    late webhook after a poll is a duplicate."""
+    rec = {
+        "idRec": "RR12345678202611271zzzzzzzz1",
+        "status": "APROVADA",
+        "atualizacao": [
+            {"status": "CRIADA", "data": "2026-11-27T12:00:00Z"},
+            {"status": "APROVADA", "data": written},
+        ],
+    }
+    (item,) = rec_callback_items({"recs": [rec]})
+    assert item.key == "rec:RR12345678202611271zzzzzzzz1:APROVADA:2026-11-27T15:05:00.000Z"
