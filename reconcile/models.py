@@ -342,6 +342,10 @@ class InfractionBase(SQLModel):
     )
 
 
+# A MED case in these is still open: its money is at risk.
+OPEN_INFRACTION_STATES = ("OPEN", "ACKNOWLEDGED")
+
+
 class Infraction(InfractionBase, LatestState, table=True):
     """A MED infraction case as notified (details are fetched from the API)."""
 

@@ -45,6 +45,10 @@ def _renamed(name: str, former: str) -> AliasChoices:
     return AliasChoices(f"PIXRECON_{name}", f"PIXRECON_{former}")
 
 
+MAX_SECONDS = 365 * 86400
+MAX_DAYS = 36500
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="PIXRECON_",
@@ -52,6 +56,9 @@ class Settings(BaseSettings):
         env_file_encoding="utf-8",
         extra="ignore",
         populate_by_name=True,
+        # ``inf`` is a float Python reads, and no interval, lag or timeout: refused when
+        # a command starts, not when a job turns it into a date.
+        allow_inf_nan=False,
     )
 
     database_url: str = DEFAULT_DATABASE_URL
@@ -223,6 +230,62 @@ class Settings(BaseSettings):
     @classmethod
     def _csv(cls, value: object) -> object:
         return _split_csv(value)
+
+    @field_validator(
+        *(
+            name
+            for name in (
+                "commit_deadline_seconds",
+                "hmac_tolerance_seconds",
+                "sweep_interval_seconds",
+                "redispatch_after_seconds",
+                "health_max_lag_seconds",
+                "health_max_job_age_seconds",
+                "prune_interval_seconds",
+                "provider_retry_seconds",
+                "provider_max_backoff_seconds",
+                "provider_max_retry_after_seconds",
+                "confirm_grace_seconds",
+                "poll_qrcode_interval_seconds",
+                "poll_accounts_interval_seconds",
+                "poll_overlap_seconds",
+                "poll_initial_lookback_seconds",
+                "reconcile_interval_seconds",
+                "dashboard_session_seconds",
+            )
+        ),
+        mode="after",
+    )
+    @classmethod
+    def _at_most_a_year(cls, value: float) -> float:
+        # Beyond this, a date computed from it leaves what a date can hold: the jobs would
+        # crash at every run instead of the command refusing it when it starts.
+        if value > MAX_SECONDS:
+            raise ValueError(f"at most {MAX_SECONDS} seconds (a year)")
+        return value
+
+    @field_validator("retention_days", "refund_deadline_days", "refund_warning_days")
+    @classmethod
+    def _at_most_a_century(cls, value: int) -> int:
+        if value > MAX_DAYS:
+            raise ValueError(f"at most {MAX_DAYS} days")
+        return value
+
+    @field_validator("worker_metrics_host", mode="after")
+    @classmethod
+    def _host(cls, value: str) -> str:
+        # Empty, as a template .env leaves it, means unset, as for every setting; taken
+        # as given it would listen on every interface, and the figures the endpoint
+        # serves are the merchant's business.
+        return value.strip() or "127.0.0.1"
+
+    @field_validator("accounts_account_id", mode="after")
+    @classmethod
+    def _header_value(cls, value: str | None) -> str | None:
+        # Sent as an HTTP header, which carries ASCII only.
+        if value is not None and not value.isascii():
+            raise ValueError("not ASCII; it is sent as an HTTP header (x-account-id)")
+        return value
 
     @field_validator("broker_url", mode="after")
     @classmethod

@@ -7,7 +7,7 @@ import errno
 import os
 import re
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -82,6 +82,28 @@ def fail(message: str, code: int = EXIT_COULD_NOT_RUN) -> typer.Exit:
     """Say what is wrong on stderr; the caller raises the returned ``Exit``."""
     say(message)
     return typer.Exit(code)
+
+
+# Ids are BIGINT columns: a larger number is no row, and asked for it would make the
+# database refuse the query itself (an "unexpected error" instead of "no such row").
+MAX_ID = 2**63 - 1
+
+
+def known_id(what: str) -> Callable[[int | None], int | None]:
+    """An id argument's check: beyond what a row can have, "no {what} N" as for any
+    id that does not exist."""
+
+    def check(value: int | None) -> int | None:
+        if value is not None and not 0 < value <= MAX_ID:
+            raise fail(f"no {what} {value}")
+        return value
+
+    return check
+
+
+def at_most_max_id(value: int | None) -> int | None:
+    """``--limit``: any count beyond the largest id selects everything."""
+    return None if value is None else min(value, MAX_ID)
 
 
 class Interrupted(Exception):
@@ -207,6 +229,12 @@ def listen_or_exit(
     """The listening address, taken before any work is done (a port in use is found
     now, not after migrations and worker threads have started). ``remedy`` says how to
     choose another port, ``host_option`` where the address was given."""
+    if not host.strip():
+        # The socket would take it for every interface: a choice to make explicitly.
+        raise fail(
+            f"{host_option} is empty: give the address to listen on (0.0.0.0 for every "
+            "interface, 127.0.0.1 for this machine only)"
+        )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from dashboard.__main__ import main as dashboard_main
+from dashboard.__main__ import Refused, hash_line
+from pixrecon.commands.common import fail
 
 dashboard_app = typer.Typer(help="The built-in dashboard (docs/dashboards.md).")
 
@@ -18,4 +20,9 @@ def hash_password(
 ) -> None:
     """Print NAME:HASH for PIXRECON_DASHBOARD_USERS; the password is read without echo
     (twice), or from standard input when it is not a terminal."""
-    raise typer.Exit(dashboard_main(["hash-password", *([name] if name else [])]))
+    try:
+        line = hash_line(name)
+    except Refused as exc:
+        # As every command's error: one line, a log event where stderr carries JSON.
+        raise fail(escape(str(exc))) from None
+    print(line)

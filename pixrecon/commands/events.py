@@ -15,10 +15,12 @@ from sqlalchemy import Engine
 from pixrecon.commands.common import (
     FormatOption,
     OutputFormat,
+    at_most_max_id,
     broker_or_exit,
     console,
     database_or_exit,
     fail,
+    known_id,
     moment_option,
 )
 from reconcile.db import session_scope
@@ -37,7 +39,7 @@ def events(
     ctx: typer.Context,
     status: Annotated[ItemStatus | None, typer.Option(help="only items in this status")] = None,
     source: Annotated[Source | None, typer.Option(help="only items from this source")] = None,
-    limit: Annotated[int, typer.Option(min=1, help="newest N items")] = 50,
+    limit: Annotated[int, typer.Option(min=1, help="newest N items", callback=at_most_max_id)] = 50,
     ref: Annotated[
         str | None,
         typer.Option(
@@ -115,7 +117,9 @@ def _print_deliveries(rows: list[dict[str, Any]]) -> None:
 
 @events_app.command("show")
 def events_show(
-    item_id: Annotated[int, typer.Argument(metavar="ID", help="inbox item id")],
+    item_id: Annotated[
+        int, typer.Argument(metavar="ID", help="inbox item id", callback=known_id("inbox item"))
+    ],
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """Show one inbox item: its fields, references and warnings, then its payload (JSON).
@@ -168,7 +172,10 @@ def _print_item(view: dict[str, Any]) -> None:
 @events_app.command("replay")
 def events_replay(
     item_id: Annotated[
-        int | None, typer.Argument(metavar="[ID]", help="one inbox item, by id")
+        int | None,
+        typer.Argument(
+            metavar="[ID]", help="one inbox item, by id", callback=known_id("inbox item")
+        ),
     ] = None,
     since: Annotated[
         str | None,
@@ -191,7 +198,10 @@ def events_replay(
             "Processed items are never selected"
         ),
     ] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="at most N items, oldest first")] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(min=1, help="at most N items, oldest first", callback=at_most_max_id),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="list what would be replayed; change nothing")
     ] = False,
@@ -296,7 +306,9 @@ def _send(settings: Settings, engine: Engine, ids: list[int]) -> str:
 
 @events_app.command("ignore")
 def events_ignore(
-    item_id: Annotated[int, typer.Argument(metavar="ID", help="inbox item id")],
+    item_id: Annotated[
+        int, typer.Argument(metavar="ID", help="inbox item id", callback=known_id("inbox item"))
+    ],
     reason: Annotated[str, typer.Option(help="why it needs no processing")],
 ) -> None:
     """Mark an item not processed (pending, failed, unsupported) as needing no processing,

@@ -18,6 +18,7 @@ from pixrecon.commands.common import (
     database_or_exit,
     day_option,
     fail,
+    known_id,
 )
 from pixrecon.report import exceptions_table
 from reconcile.cases import CaseNotFound, NoteRequired, case_rows, set_state
@@ -110,7 +111,9 @@ def _set(case_id: int, state: CaseState, note: str | None) -> None:
 
 @exceptions_app.command("ack")
 def acknowledge(
-    case_id: Annotated[int, typer.Argument(metavar="ID", help="case id")],
+    case_id: Annotated[
+        int, typer.Argument(metavar="ID", help="case id", callback=known_id("exception case"))
+    ],
     note: Annotated[str | None, typer.Option(help="what is being done")] = None,
 ) -> None:
     """Acknowledge a case: someone is on it (it still counts as remaining)."""
@@ -119,7 +122,9 @@ def acknowledge(
 
 @exceptions_app.command("resolve")
 def resolve(
-    case_id: Annotated[int, typer.Argument(metavar="ID", help="case id")],
+    case_id: Annotated[
+        int, typer.Argument(metavar="ID", help="case id", callback=known_id("exception case"))
+    ],
     note: Annotated[str, typer.Option(help="how it was resolved")],
 ) -> None:
     """Resolve a case with a note; re-running the day keeps it resolved."""

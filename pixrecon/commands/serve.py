@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from pixrecon.bootstrap import setup_logging
 from pixrecon.commands.common import (
@@ -85,6 +86,18 @@ def serve(
     problems = configuration_errors(settings)
     if problems:
         raise fail(f"webhook security is misconfigured: {escape('; '.join(problems))}")
+    if settings.dashboard_users:
+        from dashboard.passwords import HashFormatError, parse_users
+
+        # Set but unreadable, the dashboard would only be off, told at INFO: the operator
+        # means it to be on.
+        try:
+            parse_users(settings.dashboard_users)
+        except HashFormatError as exc:
+            raise fail(
+                f"PIXRECON_DASHBOARD_USERS: {escape(str(exc))} (make each line with `pixrecon "
+                "dashboard hash-password NAME`)"
+            ) from None
     if not auth_is_configured(settings):
         if not settings.insecure_no_auth:
             raise fail(
@@ -174,5 +187,28 @@ def _worker_metrics_environment(settings: Settings) -> dict[str, str]:
             "metrics off)",
             host_option="PIXRECON_WORKER_METRICS_HOST",
         ).close()
-    where = os.environ.get(MULTIPROC_ENV) or tempfile.mkdtemp(prefix="pixrecon-worker-metrics-")
-    return multiprocess_environment(Path(where))
+    given = os.environ.get(MULTIPROC_ENV)
+    where = Path(given) if given else _own_metrics_directory(port)
+    if where.exists() and not where.is_dir():
+        raise fail(
+            f"{MULTIPROC_ENV} is {escape(str(where))}, which is not a folder: point it at a "
+            "folder the worker may empty, or unset it"
+        )
+    return multiprocess_environment(where)
+
+
+def _own_metrics_directory(port: int) -> Path:
+    """One folder per user and metrics port, emptied at each start: the worker replaces
+    itself with Dramatiq, so nothing is left to remove a folder of its own when it stops,
+    and a new one per run piled up in the temporary folder."""
+    where = Path(tempfile.gettempdir()) / f"pixrecon-worker-metrics-{os.getuid()}-{port}"
+    with contextlib.suppress(FileExistsError):
+        where.mkdir(mode=0o700)
+    # In a folder every user may write to: only a folder of this user's, not a link
+    # someone else planted, may hold the metrics.
+    if where.is_symlink() or not where.is_dir() or where.stat().st_uid != os.getuid():
+        raise fail(
+            f"{escape(str(where))} is not a folder of this user's: remove it, or set "
+            "PROMETHEUS_MULTIPROC_DIR to a folder for the worker's metrics"
+        )
+    return where

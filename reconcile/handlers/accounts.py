@@ -16,6 +16,7 @@ from reconcile.handlers.common import (
     validate,
 )
 from reconcile.models import (
+    OPEN_INFRACTION_STATES,
     AccountMovement,
     Confirmation,
     InboxItem,
@@ -35,7 +36,7 @@ from reconcile.payloads.accounts import (
 from reconcile.payloads.pix import moved_later
 from reconcile.payloads.refs import notification_data
 from reconcile.payloads.tolerant import read_timestamp
-from reconcile.timeutil import as_utc, utcnow
+from reconcile.timeutil import utcnow
 
 # Later states outrank earlier ones, so an old notification arriving late changes nothing.
 MOVEMENT_RANK = {
@@ -234,11 +235,14 @@ def handle_infraction(session: Session, item: InboxItem) -> None:
     status = data.status or UNKNOWN_STATUS
     opened = read_timestamp(raw.get("createdAt"))
     changed = read_timestamp(raw.get("closedAt"))
-    if changed is None and status.upper() not in ("OPEN", "ACKNOWLEDGED"):
-        # A notification of a closed case need not say when it closed: no earlier than it
-        # was heard of. Dated at its opening, a case closed days later would read closed
-        # on its first day, and that day's answer would change with the day it is asked.
-        changed = read_timestamp(raw.get("updatedAt")) or as_utc(item.received_at)
+    if status.upper() in OPEN_INFRACTION_STATES:
+        changed = changed or opened
+    elif changed is None:
+        # A notification of a closed case need not say when it closed. Dated at its
+        # opening, a case closed days later would read closed on its first day, and that
+        # day's answer would change with the day it is asked: unknown (its row's own time
+        # meanwhile), until polling asks the API (polling/accounts.py).
+        changed = read_timestamp(raw.get("updatedAt"))
     upsert_latest(
         session,
         Infraction,
@@ -249,7 +253,7 @@ def handle_infraction(session: Session, item: InboxItem) -> None:
             "amount_cents": _infraction_amount(raw),
             "end_to_end_id": data.endToEndId,
             "debited_cents": _infraction_amount(raw, ("debitedAmount", "debited_amount")),
-            "provider_updated_at": changed or opened,
+            "provider_updated_at": changed,
             "blocked_cents": _infraction_amount(raw, ("blockedAmount", "blocked_amount")),
             "opened_at": opened,
             "deadline_at": _deadline(raw, opened),

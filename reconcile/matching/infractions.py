@@ -27,10 +27,10 @@ from reconcile.matching.context import (
     statement_lines,
 )
 from reconcile.matching.verdicts import Verdict, insert_verdicts
-from reconcile.models import Infraction, StatementEntry
+from reconcile.models import OPEN_INFRACTION_STATES, Infraction, StatementEntry
 from reconcile.timeutil import as_utc
 
-OPEN_STATES = ("OPEN", "ACKNOWLEDGED")
+OPEN_STATES = OPEN_INFRACTION_STATES
 
 
 def case_of_line() -> ColumnElement[str]:

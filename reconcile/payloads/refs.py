@@ -56,6 +56,18 @@ def _objects(value: Any) -> Iterator[dict[str, Any]]:
         yield from (entry for entry in value if isinstance(entry, dict))
 
 
+# Names the provider documents: under one of these a field is no other spelling of the one
+# sought, and the common item (a Pix without a txid) pays no respelling of its fields.
+_DOCUMENTED = frozenset(
+    (
+        *(source for source, _ in _ANY),
+        *("valor", "horario", "infoPagador", "pagador", "componentesValor", "devolucoes"),
+        *("chave", "status", "natureza", "motivo", "type", "data", "payment", "refunds"),
+        *("createdAt", "amount", "solicitacao", "liquidacao"),
+    )
+)
+
+
 def _respelled(obj: dict[str, Any], name: str) -> Any:
     """The field under another spelling (``end_to_end_id``, ``EndToEndID``): the item's
     key is read from there too (flagged), and must be found by it."""
@@ -64,7 +76,7 @@ def _respelled(obj: dict[str, Any], name: str) -> Any:
         (
             value
             for given, value in obj.items()
-            if isinstance(given, str) and spelling(given) == wanted
+            if isinstance(given, str) and given not in _DOCUMENTED and spelling(given) == wanted
         ),
         None,
     )

@@ -9,16 +9,23 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, func, or_, select, update
 from sqlmodel import col
 
 from reconcile.db import session_scope
 from reconcile.inbox import NewItem
 from reconcile.logs import get_logger
-from reconcile.models import AccountMovement, Infraction
+from reconcile.matching.context import PAYOUT
+from reconcile.models import (
+    OPEN_INFRACTION_STATES,
+    AccountMovement,
+    Infraction,
+    StatementEntry,
+)
 from reconcile.payloads.accounts import accounts_items
 from reconcile.payloads.charges import invoice_item
 from reconcile.payloads.statement import balance_item, statement_item
+from reconcile.payloads.tolerant import read_timestamp
 from reconcile.polling.store import OnNew, PollResult, store_polled, walk_and_store
 from reconcile.provider.errors import NotFound
 
@@ -70,28 +77,49 @@ def poll_infractions(
 def refresh_open_infractions(
     api: AccountsSource, engine: Engine, on_new: OnNew = None, *, limit: int = 500
 ) -> PollResult:
-    """Each case still open here, asked for again. The listing walks cases by when they
-    were opened: one opened on an earlier day and closed since, its notification lost,
-    would otherwise stay open here for good, at risk on every later day, and its debit
-    would find no closed case."""
+    """Each case still open here, and each closed one whose notification did not say when,
+    asked for again. The listing walks cases by when they were opened: one opened on an
+    earlier day and closed since, its notification lost, would otherwise stay open here for
+    good, at risk on every later day, and its debit would find no closed case; and a case
+    must close on the day it closed, not the day its notification was read."""
+    open_here = func.upper(col(Infraction.status)).in_(OPEN_INFRACTION_STATES)
     with session_scope(engine) as session:
         ids = list(
             session.execute(
                 select(col(Infraction.infraction_id))
-                .where(func.upper(col(Infraction.status)).in_(("OPEN", "ACKNOWLEDGED")))
+                .where(or_(open_here, col(Infraction.provider_updated_at).is_(None)))
                 .order_by(col(Infraction.infraction_id))
                 .limit(limit)
             ).scalars()
         )
+    listed: list[dict[str, Any]] = []
 
     def found() -> Iterator[dict[str, Any]]:
         for infraction_id in ids:
             try:
-                yield api.get_infraction(infraction_id)
+                case = api.get_infraction(infraction_id)
             except NotFound:
                 log.info("infraction_unknown_to_provider")
+                continue
+            listed.append(case)
+            yield case
 
-    return walk_and_store(engine, found(), _notification("INFRACTION"), on_new, what="infraction")
+    result = walk_and_store(engine, found(), _notification("INFRACTION"), on_new, what="infraction")
+    # The API's answer in a status already stored is a repeat of that item, not processed
+    # again: its closing time, which the notification lacked, is written here.
+    with session_scope(engine) as session:
+        for case in listed:
+            closed = read_timestamp(case.get("closedAt"))
+            if closed is not None and isinstance(case.get("id"), str):
+                session.execute(
+                    update(Infraction)
+                    .where(
+                        col(Infraction.infraction_id) == case["id"],
+                        col(Infraction.provider_updated_at).is_(None),
+                    )
+                    .values(provider_updated_at=closed)
+                )
+    return result
 
 
 def identify_disputed_pix(api: AccountsSource, engine: Engine, *, limit: int = 500) -> PollResult:
@@ -138,8 +166,9 @@ def poll_invoices(api: AccountsSource, engine: Engine, on_new: OnNew = None) -> 
 def poll_pending_payouts(
     api: AccountsSource, engine: Engine, on_new: OnNew = None, *, limit: int = 500
 ) -> PollResult:
-    """Payouts last seen PROCESSING: ask for their state now, so a settlement or
-    rejection whose notification never came is still recorded."""
+    """Payouts last seen PROCESSING, and payouts the statement debited by an
+    idempotencyKey no notification brought: ask for their state now, so a settlement,
+    a rejection or a whole payout whose notifications never came is still recorded."""
     with session_scope(engine) as session:
         keys = list(
             session.execute(
@@ -153,6 +182,20 @@ def poll_pending_payouts(
                 .limit(limit)
             ).scalars()
         )
+        known = select(AccountMovement.idempotency_key).where(  # type: ignore[call-overload]
+            col(AccountMovement.idempotency_key) == col(StatementEntry.idempotency_key)
+        )
+        keys += session.execute(
+            select(col(StatementEntry.idempotency_key))
+            .where(
+                col(StatementEntry.type) == "DEBIT",
+                col(StatementEntry.category).in_(PAYOUT),
+                col(StatementEntry.idempotency_key).is_not(None),
+                ~known.exists(),
+            )
+            .distinct()
+            .limit(limit)
+        ).scalars()
 
     def payments() -> Iterator[dict[str, Any]]:
         for key in keys:

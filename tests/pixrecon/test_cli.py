@@ -153,6 +153,7 @@ def test_poll_command_finds_pix_and_resumes_its_window(tmp_path: Path) -> None:
             "cobr",
             "rec",
             "recurrences",
+            "refunds_in_progress",
         }
         assert polled | {"start": "", "end": ""} == {
             "start": "",
