@@ -95,8 +95,12 @@ def _not_json(media_type: str, detail: str) -> Problem:
     # good JSON, and refusing an authenticated notification brings the provider closer to
     # disabling the webhook. Only a body that is not JSON either is refused for its type.
     if media_type and media_type != "application/json" and not media_type.endswith("+json"):
+        # What was wrong with the body too: a sender whose JSON came in another encoding
+        # than it declared must learn that, not only that the type was not JSON.
         return Problem(
-            415, "unsupported-media-type", f"expected application/json, got {media_type}"
+            415,
+            "unsupported-media-type",
+            f"expected application/json, got {media_type}, and {detail}",
         )
     return Problem(400, "malformed-json", detail)
 
@@ -104,7 +108,7 @@ def _not_json(media_type: str, detail: str) -> Problem:
 def _undecodable(exc: UnicodeDecodeError, declared: str | None) -> str:
     why = (
         "the charset its Content-Type declares"
-        if declared not in (None, "utf-8")
+        if declared is not None
         else "the encoding its first bytes tell"
     )
     return f"body is not {exc.encoding} text ({why}): bytes at offset {exc.start} do not decode"
@@ -185,7 +189,7 @@ def parse_json(request: Request, body: bytes) -> Any:
         # sender's operator must be told which charset the body was read in.
         read_in = (
             f" (read as {declared}, the charset its Content-Type declares)"
-            if declared not in (None, "utf-8")
+            if declared is not None
             else ""
         )
         raise _not_json(media_type, f"body is not valid JSON{read_in}: {exc}") from None

@@ -370,7 +370,12 @@ class Settings(BaseSettings):
                 "setting_missing",
                 "not set, but PIXRECON_{url} is: {api} needs its URL and all of its "
                 "credentials (unset the URL to run without it)",
-                {"url": url_field.upper(), "api": api},
+                {
+                    # Either name may have been set: the former one is still read.
+                    "url": url_field.upper()
+                    + (" (or PIXRECON_PIX_API_URL, its former name)" if api == _QRCODE[1] else ""),
+                    "api": api,
+                },
             )
         return value
 

@@ -122,7 +122,8 @@ CASES: dict[str, Case] = {
     "setting_qrcode_secret_missing": (
         ("reconcile", "--date", "2026-01-01"),
         {"qrcode_api_url": "https://qrcode.example", "qrcode_client_id": "id"},
-        "PIXRECON_QRCODE_CLIENT_SECRET is not set, but PIXRECON_QRCODE_API_URL is",
+        "PIXRECON_QRCODE_CLIENT_SECRET is not set, but PIXRECON_QRCODE_API_URL (or "
+        "PIXRECON_PIX_API_URL, its former name) is",
     ),
     "setting_accounts_account_missing": (
         ("events",),
@@ -133,7 +134,43 @@ CASES: dict[str, Case] = {
         },
         "PIXRECON_ACCOUNTS_ACCOUNT_ID is not set, but PIXRECON_ACCOUNTS_API_URL is",
     ),
+    # Values a job would crash on at every run: refused when any command starts.
+    "setting_infinite_interval": (
+        ("events",),
+        {"poll_qrcode_interval_seconds": "inf"},
+        "PIXRECON_POLL_QRCODE_INTERVAL_SECONDS='inf': Input should be a finite number",
+    ),
+    "setting_interval_beyond_a_year": (
+        ("events",),
+        {"poll_initial_lookback_seconds": "1e15"},
+        "PIXRECON_POLL_INITIAL_LOOKBACK_SECONDS='1e15': at most 31536000 seconds (a year)",
+    ),
+    "setting_retention_beyond_dates": (
+        ("prune", "--dry-run"),
+        {"retention_days": "99999999"},
+        "PIXRECON_RETENTION_DAYS='99999999': at most 36500 days",
+    ),
+    "setting_account_id_not_ascii": (
+        ("events",),
+        {
+            "accounts_api_url": "https://accounts.example",
+            "accounts_client_id": "id",
+            "accounts_client_secret": "s",
+            "accounts_account_id": "conta-ç",
+        },
+        "it is sent as an HTTP header (x-account-id)",
+    ),
     # Options: bad dates, windows, ports, choices, ids — the same one line everywhere.
+    "id_beyond_any_row": (
+        ("exceptions", "ack", "99999999999999999999"),
+        {},
+        "no exception case 99999999999999999999",
+    ),
+    "item_id_beyond_any_row": (
+        ("events", "show", "99999999999999999999"),
+        {},
+        "no inbox item 99999999999999999999",
+    ),
     "exceptions_bad_date": (
         ("exceptions", "--date", "2026-02-30"),
         {},
@@ -302,6 +339,9 @@ def outcomes(
         yield tmp, run_all(CASES, tmp, busy.getsockname()[1])
 
 
+# The first case runs every command (the module's fixture), four at a time: on a busy
+# machine that is minutes, not the suite's usual limit.
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_error_is_one_line_and_exit_two(name: str, outcomes: tuple[Path, Outcomes]) -> None:
     result, says = outcomes[1][name]

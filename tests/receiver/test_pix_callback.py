@@ -173,6 +173,21 @@ def test_malformed_bodies_get_problem_json_and_store_nothing(
     assert _count(running_node, InboxItem) == 0
 
 
+def test_a_text_body_that_does_not_decode_says_why_beside_its_type(
+    running_node: RunningNode,
+) -> None:
+    latin1 = json.dumps({"pix": [pix(pagador={"nome": "José"})]}, ensure_ascii=False)
+    response = running_node.http.post(
+        "/webhooks/qrcode/pix",
+        content=latin1.encode("iso-8859-1"),
+        headers={"content-type": "text/plain; charset=utf-8"},
+    )
+    assert response.status_code == 415
+    detail = response.json()["detail"]
+    assert "got text/plain" in detail
+    assert "the charset its Content-Type declares" in detail
+
+
 @pytest.mark.parametrize(
     "content_type",
     ["text/plain; charset=utf-8", "application/x-www-form-urlencoded", "application/octet-stream"],
