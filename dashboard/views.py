@@ -37,7 +37,7 @@ from reconcile.models import (
     StatementEntry,
 )
 from reconcile.queries import deliveries_of, inbox_item_view, items_by_ref, webhook_coverage
-from reconcile.references import add_references
+from reconcile.references import add_references, med_deadlines
 from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, business_today, utcnow
 
 # Fields of a payload that may hold a person's data beyond the ones the logs mask.
@@ -83,6 +83,7 @@ def day_page(session: Session, reports: Reports, day: date) -> dict[str, Any]:
 def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[str, Any]:
     today = business_today()
     rows, total = list_cases(session, query, page_size, today)
+    deadlines = med_deadlines(session, rows)
     for row in rows:
         row["date"] = row["business_date"].isoformat()
         row["action"] = suggested_action(
@@ -93,6 +94,7 @@ def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[
             row["refund_by"],
             ref=row["ref"],
             today=today,
+            deadline=deadlines.get(row["ref"]) if row["subject"] == "infraction" else None,
         )
     # Ages count to today here: this is the work queue, not a day's report.
     add_lifecycle(session, rows, as_of=today)

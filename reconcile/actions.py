@@ -4,9 +4,9 @@ have to go back, the last day it can."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
-from reconcile.formats import br_date, brl
+from reconcile.formats import br_date, brl, sp_time
 
 # Which field of the thing disagrees between the sources, by status.
 AMOUNT_STATUSES = ("amount_mismatch", "underpaid", "overpaid", "paid_twice")
@@ -85,6 +85,7 @@ def suggested_action(
     refund_by: date | None = None,
     ref: str = "",
     today: date | None = None,
+    deadline: datetime | None = None,
 ) -> str:
     """In words, what a person does about the exception. ``today``: when a person reads
     it (the lists they work from), so that money whose last day to be refunded has passed
@@ -138,7 +139,9 @@ def suggested_action(
         return f"ask the provider why the statement does not book the {brl(booked)}"
     if subject == "infraction":
         if status == "open_case":
-            return f"answer the MED case before its deadline: {brl(expected)} may be debited"
+            # The provider's analysis deadline (``med_deadlines``): the day finance acts by.
+            by = f"by {sp_time(deadline)}" if deadline is not None else "before its deadline"
+            return f"answer the MED case {by}: {brl(expected)} may be debited"
         if status == "debit_without_case":
             return f"ask the provider which MED case the debit of {brl(actual)} belongs to"
         if status == "debit_never_came":

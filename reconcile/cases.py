@@ -19,7 +19,7 @@ from reconcile.db import table_of
 from reconcile.masking import mask_text
 from reconcile.models import CaseEvent, CaseState, ExceptionCase, ReconciliationItem
 from reconcile.priorities import URGENT_PRIORITY, urgent_from
-from reconcile.references import REFERENCE_FIELDS, add_references
+from reconcile.references import REFERENCE_FIELDS, add_references, med_deadlines
 from reconcile.settings import get_settings
 from reconcile.timeutil import utcnow
 
@@ -310,6 +310,7 @@ def _described(
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     entries: list[int | None] = []
+    deadlines = med_deadlines(session, ({"subject": row.subject, "ref": row.ref} for row in chunk))
     for row in chunk:
         seen = _lifecycle(row.state, row.business_date, row.seen_before, as_of)
         described = {
@@ -336,6 +337,7 @@ def _described(
                     row.refund_by,
                     ref=row.ref,
                     today=as_of,
+                    deadline=deadlines.get(row.ref) if row.subject == "infraction" else None,
                 )
             ),
             **dict.fromkeys(REFERENCE_FIELDS),

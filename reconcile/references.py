@@ -10,6 +10,7 @@ exceptions."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, or_, select
@@ -26,6 +27,7 @@ from reconcile.models import (
     PixRefund,
     StatementEntry,
 )
+from reconcile.timeutil import as_utc
 
 REFERENCE_FIELDS = ("txid", "end_to_end_id", "payer_document", "payer_name", "payer_request")
 # Well under SQLite's limit on bound parameters, and small enough for PostgreSQL's planner.
@@ -169,6 +171,20 @@ def _from_infractions(
         disputed.update({case_id: pix for case_id, pix in session.execute(stmt)})
     for i, ref in refs.items():
         e2e[i] = disputed.get(ref) or e2e.get(i)
+
+
+def med_deadlines(session: Session, rows: Iterable[dict[str, Any]]) -> dict[str, datetime]:
+    """Each open MED case's analysis deadline, by case id, for the rows about MED cases:
+    what to do about one says by when."""
+    cases = table_of(Infraction)
+    ids = [row["ref"] for row in rows if row["subject"] == "infraction"]
+    found: dict[str, datetime] = {}
+    for keys in _chunks(ids):
+        stmt = select(cases.c.infraction_id, cases.c.deadline_at).where(
+            cases.c.infraction_id.in_(keys), cases.c.deadline_at.is_not(None)
+        )
+        found.update({case_id: as_utc(when) for case_id, when in session.execute(stmt)})
+    return found
 
 
 def _pix_by(

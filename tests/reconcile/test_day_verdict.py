@@ -418,6 +418,12 @@ def test_a_med_debit_without_its_case_id_is_matched_by_the_disputed_pix(engine: 
     assert by_case["med-closed"]["state"] == "closed"
     assert by_case["med-closed"]["debited_cents"] == 8_000
     assert verdicts[("infraction", "med-open")].status == "open_case"
+    # What to do says by when: the deadline in São Paulo time.
+    (open_case,) = [e for e in result.report["exceptions"] if e["ref"] == "med-open"]
+    assert open_case["action"] == (
+        f"answer the MED case by {deadline.astimezone(BUSINESS_TZ):%d/%m/%Y %H:%M}: "
+        "R$ 80,00 may be debited"
+    )
 
 
 def _rejected_attempt(day: date) -> dict[str, Any]:
