@@ -280,8 +280,8 @@ def _verdict_line(report: dict[str, Any]) -> str:
     why = []
     if found:
         why.append(
-            f"the sources disagree in {count(found)} "
-            f"{'place' if found == 1 else 'places'}, each case resolved by a person "
+            f"the run found {count(found)} "
+            f"{'exception' if found == 1 else 'exceptions'}, each case resolved by a person "
             f"([bold]pixrecon exceptions --all --date {report['date']}[/] lists them)"
         )
     if residual:

@@ -15,11 +15,12 @@ from sqlmodel import col
 from reconcile.db import session_scope
 from reconcile.inbox import NewItem
 from reconcile.logs import get_logger
-from reconcile.matching.context import PAYOUT
+from reconcile.matching.context import PAYOUT, PAYOUT_REFUND
 from reconcile.models import (
     OPEN_INFRACTION_STATES,
     AccountMovement,
     Infraction,
+    PayoutReturn,
     StatementEntry,
 )
 from reconcile.payloads.accounts import accounts_items
@@ -196,6 +197,24 @@ def poll_pending_payouts(
             .distinct()
             .limit(limit)
         ).scalars()
+        # A return credited with its payout's key that no notification brought: the
+        # payout as the API states it now lists its returns.
+        returned = select(PayoutReturn.id).where(  # type: ignore[call-overload]
+            col(PayoutReturn.end_to_end_id) == col(StatementEntry.end_to_end_id)
+        )
+        keys += session.execute(
+            select(col(StatementEntry.idempotency_key))
+            .where(
+                col(StatementEntry.type) == "CREDIT",
+                col(StatementEntry.category).in_(PAYOUT_REFUND),
+                col(StatementEntry.idempotency_key).is_not(None),
+                col(StatementEntry.end_to_end_id).is_not(None),
+                ~returned.exists(),
+            )
+            .distinct()
+            .limit(limit)
+        ).scalars()
+        keys = list(dict.fromkeys(keys))
 
     def payments() -> Iterator[dict[str, Any]]:
         for key in keys:

@@ -718,3 +718,44 @@ def test_a_refund_left_in_progress_is_asked_for_again_and_judged_the_day_it_sett
     assert second.report["totals"]["refunds"]["api"] == 4_000
     # Settled here now: nothing more to ask.
     assert refresh_refunds_in_progress(api, engine).seen == 0
+
+
+def test_a_pix_booked_past_the_date_lag_is_its_own_days_break_and_explains_the_next_days_line(
+    engine: Engine,
+) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    e2e = book.pix(4_000, "23:50", txid="latebookedpix01")
+    book.confirm_all_pix()
+    later = PAST + timedelta(days=1)
+    next_day = DayBook(engine, later)
+    next_day.balance = book.balance
+    # Twenty minutes after midnight: past the five-minute lag.
+    next_day.line("PIX_RECEIVED", 4_000, "00:20", credit=True, endToEndId=e2e)
+    first = reconcile_day(engine, PAST, now=AFTER)
+    own = verdicts_of(engine, first)[("movement", e2e)]
+    assert (own.status, own.exception) == ("status_mismatch", True)
+    second = reconcile_day(engine, later, now=business_day_bounds(later)[1] + timedelta(hours=2))
+    line = verdicts_of(engine, second)[("movement", e2e)]
+    # Not money nobody notified, to be given back: the Pix of the day before, booked late.
+    assert (line.status, line.exception, line.carried) == ("matched", False, "in")
+    assert second.report["bridge"]["residual_cents"] == 0
+    assert not [e for e in second.report["exceptions"] if e["ref"] == e2e]
+
+
+def test_a_payout_debited_the_next_day_past_the_date_lag_explains_that_days_line(
+    engine: Engine,
+) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    book.transfer(book.payout_data("po-late-debit", 10_000, "16:00"))
+    book.confirm_all_movements()
+    later = PAST + timedelta(days=1)
+    next_day = DayBook(engine, later)
+    next_day.balance = book.balance
+    next_day.line("PIX_PAYMENT", 10_000, "08:00", credit=False, idempotencyKey="po-late-debit")
+    second = reconcile_day(engine, later, now=business_day_bounds(later)[1] + timedelta(hours=2))
+    line = verdicts_of(engine, second)[("payout", "po-late-debit")]
+    # Not "no payout was notified or polled": the payout of the day before, debited late.
+    assert (line.status, line.exception, line.carried) == ("settled", False, "in")
+    assert second.report["bridge"]["residual_cents"] == 0
