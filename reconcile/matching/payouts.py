@@ -203,7 +203,11 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         m.c.key.is_(None),
         select(late.c.id)
         .where(
-            or_(late.c.idempotency_key == s.c.key, late.c.reference == s.c.key),
+            # Each side by an index: the key's own, and (type, reference)'s unique one.
+            or_(
+                late.c.idempotency_key == s.c.key,
+                and_(late.c.type.in_(("TRANSFER", "CASHOUT")), late.c.reference == s.c.key),
+            ),
             is_payout(late),
             payout_time(late) < ctx.start,
         )

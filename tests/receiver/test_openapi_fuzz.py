@@ -114,7 +114,10 @@ def test_schema_describes_what_is_accepted(
         valid = json_body and oracle.is_valid(sent)
         if mode is GenerationMode.POSITIVE and valid and path in EXACT:
             assert response.status_code == 200, (case.body, response.text)
-        if mode is GenerationMode.NEGATIVE and not valid:
+        # A body of nothing but whitespace is a provider testing the URL: kept as a ping
+        # and answered 200 (README, "what gets 2xx"), whatever the schema says of bodies.
+        ping = isinstance(case.body, bytes) and not case.body.strip()
+        if mode is GenerationMode.NEGATIVE and not valid and not ping:
             reasons = [e.message[:300] for e in oracle.iter_errors(sent)] if json_body else []
             assert response.status_code in (400, 415), (reasons, response.text)
 
