@@ -9,8 +9,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, func, or_, select, update
-from sqlmodel import col
+from sqlalchemy import ColumnElement, Engine, func, or_, select, update
+from sqlmodel import Session, col
 
 from reconcile.db import session_scope
 from reconcile.inbox import NewItem
@@ -27,10 +27,11 @@ from reconcile.payloads.accounts import accounts_items
 from reconcile.payloads.charges import invoice_item
 from reconcile.payloads.statement import balance_item, statement_item
 from reconcile.payloads.tolerant import read_timestamp
-from reconcile.polling.store import OnNew, PollResult, store_polled, walk_and_store
-from reconcile.provider.errors import NotFound
+from reconcile.polling.store import OnNew, PollResult, ask_each, store_polled, walk_and_store
 
 log = get_logger(__name__)
+
+UNKNOWN_INFRACTION = "infraction_unknown_to_provider"
 
 
 class AccountsSource(Protocol):
@@ -96,12 +97,7 @@ def refresh_open_infractions(
     listed: list[dict[str, Any]] = []
 
     def found() -> Iterator[dict[str, Any]]:
-        for infraction_id in ids:
-            try:
-                case = api.get_infraction(infraction_id)
-            except NotFound:
-                log.info("infraction_unknown_to_provider")
-                continue
+        for _, case in ask_each(ids, api.get_infraction, unknown=UNKNOWN_INFRACTION):
             listed.append(case)
             yield case
 
@@ -135,12 +131,7 @@ def identify_disputed_pix(api: AccountsSource, engine: Engine, *, limit: int = 5
             ).scalars()
         )
     result = PollResult()
-    for infraction_id in ids:
-        try:
-            found = api.get_infraction(infraction_id)
-        except NotFound:
-            log.info("infraction_unknown_to_provider")
-            continue
+    for infraction_id, found in ask_each(ids, api.get_infraction, unknown=UNKNOWN_INFRACTION):
         result.seen += 1
         e2e = found.get("endToEndId")
         if not isinstance(e2e, str) or not e2e:
@@ -186,42 +177,48 @@ def poll_pending_payouts(
         known = select(AccountMovement.idempotency_key).where(  # type: ignore[call-overload]
             col(AccountMovement.idempotency_key) == col(StatementEntry.idempotency_key)
         )
-        keys += session.execute(
-            select(col(StatementEntry.idempotency_key))
-            .where(
-                col(StatementEntry.type) == "DEBIT",
-                col(StatementEntry.category).in_(PAYOUT),
-                col(StatementEntry.idempotency_key).is_not(None),
-                ~known.exists(),
-            )
-            .distinct()
-            .limit(limit)
-        ).scalars()
+        keys += _unexplained_lines(session, "DEBIT", PAYOUT, ~known.exists(), limit=limit)
         # A return credited with its payout's key that no notification brought: the
         # payout as the API states it now lists its returns.
         returned = select(PayoutReturn.id).where(  # type: ignore[call-overload]
             col(PayoutReturn.end_to_end_id) == col(StatementEntry.end_to_end_id)
         )
-        keys += session.execute(
+        keys += _unexplained_lines(
+            session,
+            "CREDIT",
+            PAYOUT_REFUND,
+            col(StatementEntry.end_to_end_id).is_not(None),
+            ~returned.exists(),
+            limit=limit,
+        )
+        keys = list(dict.fromkeys(keys))
+
+    # Unknown to the provider: confirmation flags the notification.
+    payments = ask_each(keys, api.get_payment_by_key, unknown="payout_unknown_to_provider")
+    return walk_and_store(
+        engine, (p for _, p in payments), _notification("TRANSFER"), on_new, what="payout"
+    )
+
+
+def _unexplained_lines(
+    session: Session,
+    side: str,
+    categories: tuple[str, ...],
+    *unexplained: ColumnElement[bool],
+    limit: int,
+) -> list[str]:
+    """The idempotencyKeys of the statement's payout lines of one side that nothing
+    stored explains (``unexplained``)."""
+    return list(
+        session.execute(
             select(col(StatementEntry.idempotency_key))
             .where(
-                col(StatementEntry.type) == "CREDIT",
-                col(StatementEntry.category).in_(PAYOUT_REFUND),
+                col(StatementEntry.type) == side,
+                col(StatementEntry.category).in_(categories),
                 col(StatementEntry.idempotency_key).is_not(None),
-                col(StatementEntry.end_to_end_id).is_not(None),
-                ~returned.exists(),
+                *unexplained,
             )
             .distinct()
             .limit(limit)
         ).scalars()
-        keys = list(dict.fromkeys(keys))
-
-    def payments() -> Iterator[dict[str, Any]]:
-        for key in keys:
-            try:
-                yield api.get_payment_by_key(key)
-            except NotFound:
-                # Unknown to the provider: confirmation flags the notification.
-                log.info("payout_unknown_to_provider")
-
-    return walk_and_store(engine, payments(), _notification("TRANSFER"), on_new, what="payout")
+    )

@@ -21,8 +21,7 @@ from reconcile.models import PixRefund, Recurrence
 from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
 from reconcile.payloads.charges import charge_item
 from reconcile.payloads.pix import api_pix_items
-from reconcile.polling.store import OnNew, PollResult, walk_and_store
-from reconcile.provider.errors import NotFound
+from reconcile.polling.store import OnNew, PollResult, ask_each, walk_and_store
 
 log = get_logger(__name__)
 
@@ -100,14 +99,10 @@ def refresh_refunds_in_progress(
             ).scalars()
         )
 
-    def found() -> Iterator[dict[str, Any]]:
-        for end_to_end_id in refunded:
-            try:
-                yield api.get_pix(end_to_end_id)
-            except NotFound:
-                log.info("refunded_pix_unknown_to_provider")
-
-    return walk_and_store(engine, found(), api_pix_items, on_new, what="refunded Pix")
+    found = ask_each(refunded, api.get_pix, unknown="refunded_pix_unknown_to_provider")
+    return walk_and_store(
+        engine, (pix for _, pix in found), api_pix_items, on_new, what="refunded Pix"
+    )
 
 
 def poll_charges(
@@ -149,12 +144,7 @@ def describe_recurrences(api: RecurrenceSource, engine: Engine, *, limit: int = 
             ).scalars()
         )
     result = PollResult()
-    for id_rec in ids:
-        try:
-            found = api.get_rec(id_rec)
-        except NotFound:
-            log.info("recurrence_unknown_to_provider")
-            continue
+    for id_rec, found in ask_each(ids, api.get_rec, unknown="recurrence_unknown_to_provider"):
         result.seen += 1
         calendar = calendar_of(found)
         if "periodicity" not in calendar:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from sqlalchemy import Engine
@@ -16,8 +16,11 @@ from reconcile.inbox import NewItem, store_items
 from reconcile.logs import get_logger
 from reconcile.models import Source
 from reconcile.payloads import PayloadInvalid
+from reconcile.provider.errors import NotFound
 
 log = get_logger(__name__)
+
+K = TypeVar("K")
 
 OnNew = Callable[[list[int]], object] | None
 """Called with the ids of new inbox items after each commit: the dispatcher in a worker,
@@ -94,3 +97,19 @@ def walk_and_store(
     if result.flagged:
         log.info("poll_items_flagged", what=what, items=result.flagged)
     return result
+
+
+def ask_each(
+    ids: Iterable[K], ask: Callable[[K], dict[str, Any]], *, unknown: str
+) -> Iterator[tuple[K, dict[str, Any]]]:
+    """Each id with what the API answers for it, asked one at a time as the caller walks.
+    An id the provider does not know is logged as ``unknown`` (the event, never the id,
+    which may be personal data) and skipped: what stored it is judged for that elsewhere
+    (confirmation flags a notification the provider does not know)."""
+    for one in ids:
+        try:
+            answer = ask(one)
+        except NotFound:
+            log.info(unknown)
+            continue
+        yield one, answer
