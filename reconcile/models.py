@@ -265,6 +265,12 @@ class PixRefund(PixRefundBase, LatestState, Confirmable, table=True):
     __tablename__ = "pix_refund"
     __table_args__ = (UniqueConstraint("end_to_end_id", "refund_id", name="uq_pix_refund"),)
 
+    outcome_seen_at: datetime | None = Field(
+        default=None,
+        sa_type=UtcDateTime,
+        description="when its outcome was received for a refund stored in progress before",
+    )
+
 
 class AccountMovementBase(SQLModel):
     type: str = Field(max_length=16, description="TRANSFER, RECEIVE, REFUND or CASHOUT")
@@ -293,6 +299,13 @@ class AccountMovement(AccountMovementBase, LatestState, Confirmable, table=True)
 
     __tablename__ = "account_movement"
     __table_args__ = (UniqueConstraint("type", "reference", name="uq_account_movement"),)
+
+    outcome_seen_at: datetime | None = Field(
+        default=None,
+        sa_type=UtcDateTime,
+        description="when its outcome (paid out, rejected, canceled) was received for a "
+        "payout stored as processing before: the day it was over for",
+    )
 
 
 class PayoutReturnBase(SQLModel):

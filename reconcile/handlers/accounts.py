@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import case, literal
 from sqlmodel import Session
 
 from reconcile.db import dialect_of, insert_for, table_of
@@ -23,6 +24,7 @@ from reconcile.models import (
     Infraction,
     PayoutReturn,
     Source,
+    UtcDateTime,
 )
 from reconcile.money import InvalidAmount, parse_amount, to_cents
 from reconcile.payloads import UNKNOWN_STATUS
@@ -47,6 +49,8 @@ MOVEMENT_RANK = {
     "PARTIALLY_REFUNDED": 3,
     "REFUNDED": 4,
 }
+# A status ranked here or above is the movement's outcome: it will not be processing again.
+OUTCOME_RANK = MOVEMENT_RANK["LIQUIDATED"]
 INFRACTION_RANK = {
     "OPEN": 1,
     "ACKNOWLEDGED": 2,
@@ -90,6 +94,22 @@ def _when(created_at: str | None, end_to_end_id: str | None) -> dict[str, Any]:
     return {"provider_created_at": created, "moved_at": moved_later(created, end_to_end_id)}
 
 
+def _outcome_seen(item: InboxItem, status: str) -> dict[str, Any]:
+    """For an outcome, ``outcome_seen_at`` of a row stored as processing until now: when
+    the outcome was received (the day the payout was over for; its own day, re-run later,
+    judges it as it stood then). A row first stored with its outcome keeps none: nothing
+    says it was ever processing."""
+    if MOVEMENT_RANK.get(status, 0) < OUTCOME_RANK:
+        return {}
+    table = table_of(AccountMovement)
+    return {
+        "outcome_seen_at": case(
+            (table.c.rank < OUTCOME_RANK * 1000, literal(item.received_at, UtcDateTime)),
+            else_=table.c.outcome_seen_at,
+        )
+    }
+
+
 def _reference(data: Identified, what: str) -> str:
     require_key(data, what)
     reference = data.reference()
@@ -130,6 +150,7 @@ def handle_movement(session: Session, item: InboxItem) -> None:
             "inbox_item_id": item.id,
             **_confirmation(item, to_cents(amount) if amount is not None else None),
         },
+        _outcome_seen(item, status),
     )
     if kind in ("TRANSFER", "CASHOUT") or (kind == "REFUND" and data.idempotencyKey):
         _store_returns(session, item, data.idempotencyKey or reference, data)
@@ -198,6 +219,7 @@ def handle_cashout(session: Session, item: InboxItem) -> None:
             "inbox_item_id": item.id,
             **_confirmation(item, None),
         },
+        _outcome_seen(item, status),
     )
 
 

@@ -58,16 +58,23 @@ def insert_ignore(session: Session, model: type[SQLModel], values: dict[str, Any
 
 
 def upsert_latest(
-    session: Session, model: type[SQLModel], key: list[str], values: dict[str, Any]
+    session: Session,
+    model: type[SQLModel],
+    key: list[str],
+    values: dict[str, Any],
+    on_update: dict[str, Any] | None = None,
 ) -> None:
     """Insert, or update the existing row unless it already holds a later fact (``rank``).
 
     Notifications arrive unordered: a PROCESSING seen after LIQUIDATED must not win.
+    ``on_update``: columns written only when a row is updated (expressions over the
+    stored row may say how).
     """
     table = table_of(model)
     values = {**values, "updated_at": utcnow()}
     stmt = insert_for(dialect_of(session))(table).values(values)
     update = {name: stmt.excluded[name] for name in values if name not in key}
+    update.update(on_update or {})
     session.execute(
         stmt.on_conflict_do_update(
             index_elements=[table.c[name] for name in key],

@@ -287,6 +287,13 @@ def refund_time(R: FromClause) -> ColumnElement[datetime]:
 def match_refunds(session: Session, ctx: RunContext) -> None:
     R, S, inbox = table_of(PixRefund), table_of(StatementEntry), table_of(InboxItem)
     ref_of = refund_ref(R)
+    # Requested in the day and settled after it: in progress at the day's end. The day it
+    # settled judges its money; this one shows it pending whenever it is asked (a refund
+    # is dated by its settlement once it has one).
+    settles_later = and_(ctx.within(R.c.requested_at), R.c.settled_at >= ctx.end)
+    # Known in progress here, and its refusal (which has no time) heard of only past the
+    # date lag: in progress at the day's end too.
+    refused_later = and_(R.c.status == "NAO_REALIZADO", R.c.outcome_seen_at >= ctx.statement_end)
     rows = (
         select(
             ref_of.label("ref"),
@@ -301,11 +308,21 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             func.row_number()
             .over(partition_by=ref_of, order_by=(R.c.rank.desc(), R.c.id.desc()))
             .label("nth"),
+            settles_later.label("settles_later"),
+            or_(settles_later, refused_later).label("later"),
         )
-        .where(ctx.within(refund_time(R)))
+        .where(or_(ctx.within(refund_time(R)), settles_later))
         .subquery("rows")
     )
-    r = select(*(c for c in rows.c if c.name != "nth")).where(rows.c.nth == 1).subquery("r")
+    r = (
+        select(
+            *(c for c in rows.c if c.name not in ("nth", "rtr_id", "settles_later")),
+            # A refund settled later is not matched to a line here: its line is its day's.
+            case((rows.c.settles_later, null()), else_=rows.c.rtr_id).label("rtr_id"),
+        )
+        .where(rows.c.nth == 1)
+        .subquery("r")
+    )
     s = statement_lines(
         ctx, "end_to_end_id", "DEBIT", REFUND_SENT, S.c.end_to_end_id.like("D%"), label="rtr"
     )
@@ -335,6 +352,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             True,
             "a refund booked in the statement that was never notified nor polled",
         ),
+        (and_(r.c.later, ~booked), "pending", False, "refund still being processed"),
         (
             and_(booked, s.c.cents != r.c.amount_cents),
             "amount_mismatch",

@@ -20,6 +20,7 @@ from reconcile.matching.context import (
     PAYOUT,
     PAYOUT_REFUND,
     RunContext,
+    in_categories,
     items_of,
     statement_lines,
 )
@@ -92,14 +93,75 @@ def payout_line_key() -> ColumnElement[str]:
     return func.coalesce(S.c.idempotency_key, notified, S.c.end_to_end_id)
 
 
+def _debited_before(
+    key: ColumnElement[str], end_to_end_id: ColumnElement[str | None], bound: datetime
+) -> ColumnElement[bool]:
+    """Whether the statement debited the payout before ``bound``, by either of its keys."""
+    S = table_of(StatementEntry)
+    return (
+        select(S.c.id)
+        .where(
+            or_(S.c.idempotency_key == key, S.c.end_to_end_id == end_to_end_id),
+            S.c.type == "DEBIT",
+            in_categories(S.c.category, PAYOUT),
+            S.c.booked_at < bound,
+        )
+        .exists()
+    )
+
+
+def _over_later(ctx: RunContext) -> FromClause:
+    """The keys of payouts of earlier days whose outcome came in this day (past the
+    earlier day's date lag) after they were seen processing, paid out and not debited by
+    then: their own day judged them still processing, so this day judges their money."""
+    M = table_of(AccountMovement)
+    key = payout_key(M)
+    since = ctx.start + ctx.judging.date_lag
+    return (
+        select(key.label("key"))
+        .where(
+            M.c.outcome_seen_at >= since,
+            M.c.outcome_seen_at < ctx.statement_end,
+            is_payout(M),
+            M.c.status.in_(PAID_OUT),
+            payout_time(M) < ctx.start,
+            ~_debited_before(key, M.c.end_to_end_id, since),
+        )
+        .subquery("over_later")
+    )
+
+
+def _stood_processing(ctx: RunContext) -> FromClause:
+    """The keys of the day's payouts whose outcome came only past the day's date lag,
+    after they were seen processing, and that the statement had not debited by then."""
+    M = table_of(AccountMovement)
+    key = payout_key(M)
+    return (
+        select(key.label("key"))
+        .where(
+            M.c.outcome_seen_at >= ctx.statement_end,
+            is_payout(M),
+            ctx.within(payout_time(M)),
+            ~_debited_before(key, M.c.end_to_end_id, ctx.statement_end),
+        )
+        .subquery("stood_processing")
+    )
+
+
 def latest_payouts(ctx: RunContext) -> FromClause:
     """The day's payouts, each in its latest known state as of the day's end (the
     notifications of one payout share its key). A return made after the day's end is
     not that day's: its notification is left out, and a payout returned later counts as
-    it stood then, settled."""
+    it stood then, settled. A payout seen processing whose outcome came only after the
+    day's date lag, and that the statement had not debited by then, stood processing:
+    the day its outcome came judges its money (``_over_later``). A Pix created in the day
+    and scheduled for a later one stood processing too (``scheduled``: its line, if one
+    falls in the date lag, is the day it moved's, not matched here)."""
     M = table_of(AccountMovement)
     key = payout_key(M)
     returned = _returned(ctx)
+    later = _over_later(ctx)
+    scheduled = and_(ctx.within(M.c.provider_created_at), M.c.moved_at >= ctx.end)
     ranked = (
         select(
             key.label("key"),
@@ -110,12 +172,14 @@ def latest_payouts(ctx: RunContext) -> FromClause:
             M.c.confirmation,
             M.c.inbox_item_id,
             M.c.updated_at,
+            ctx.within(payout_time(M)).label("own_day"),
+            scheduled.label("scheduled"),
             func.row_number().over(partition_by=key, order_by=M.c.rank.desc()).label("nth"),
         )
         .select_from(M.outerjoin(returned, returned.c.key == key))
         .where(
             is_payout(M),
-            ctx.within(payout_time(M)),
+            or_(ctx.within(payout_time(M)), scheduled, key.in_(select(later.c.key))),
             # The notification of a return that came after the day's end.
             ~and_(M.c.type == "REFUND", func.coalesce(returned.c.cents, -1) == 0),
         )
@@ -123,10 +187,14 @@ def latest_payouts(ctx: RunContext) -> FromClause:
     )
     r = ranked
     kept_apart = and_(r.c.status.in_(RETURNED), r.c.returned.is_not(None))
+    # Looked up apart, among the few rows with an outcome seen late: carried through the
+    # ranking's sort, its columns made that sort spill to disk.
+    over_later = r.c.key.in_(select(_stood_processing(ctx).c.key))
     return (
         select(
             r.c.key,
             case(
+                (or_(r.c.scheduled, and_(r.c.own_day, over_later)), literal("PROCESSING", String)),
                 (and_(kept_apart, r.c.returned == 0), literal("LIQUIDATED", String)),
                 (
                     and_(kept_apart, r.c.returned < r.c.amount_cents),
@@ -142,6 +210,8 @@ def latest_payouts(ctx: RunContext) -> FromClause:
             r.c.updated_at,
             # Its returns are rows of their own (``day_returns`` counts them on their days).
             r.c.returned.is_not(None).label("returns_apart"),
+            func.coalesce(r.c.scheduled, False).label("scheduled"),
+            r.c.own_day,
         )
         .where(r.c.nth == 1)
         .subquery("m")
@@ -193,7 +263,9 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         .distinct()
         .subquery()
     )
-    joined = m.join(s, m.c.key == s.c.key, full=True).outerjoin(earlier, earlier.c.key == s.c.key)
+    joined = m.join(s, and_(m.c.key == s.c.key, ~m.c.scheduled), full=True).outerjoin(
+        earlier, earlier.c.key == s.c.key
+    )
     booked = s.c.key.is_not(None)
     # A payout of an earlier day the statement debited only today, past the date lag: its
     # own day says it was not debited in time; here its line is explained, not a payout
@@ -286,6 +358,12 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
             "the statement debited another amount",
         ),
         *booking_verdicts(ctx, booked, "paid out"),
+        (
+            ~m.c.own_day,
+            "settled",
+            False,
+            "paid out on an earlier day, where it was still processing: settled and debited today",
+        ),
         # Part of it is still out: "refunded" would tell finance it all came back.
         (
             m.c.status == "PARTIALLY_REFUNDED",

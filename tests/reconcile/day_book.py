@@ -50,9 +50,11 @@ class DayBook:
         local = time(hour, minute, second[0] if second else 0)
         return datetime.combine(day or self.day, local, tzinfo=BUSINESS_TZ)
 
-    def _store(self, items: list[NewItem], source: Source) -> None:
+    def _store(
+        self, items: list[NewItem], source: Source, received: datetime | None = None
+    ) -> None:
         with session_scope(self.engine) as session:
-            new = store_items(session, items, source=source).new_ids
+            new = store_items(session, items, source=source, now=received).new_ids
         process_items(self.engine, new)
         self.ids.extend(new)
 
@@ -69,6 +71,7 @@ class DayBook:
         components: dict[str, Any] | None = None,
         payer: dict[str, str] | None = None,
         info: str | None = None,
+        received: datetime | None = None,
     ) -> str:
         raw: dict[str, Any] = {
             "endToEndId": e2e or e2e_id(),
@@ -87,9 +90,9 @@ class DayBook:
             raw["infoPagador"] = info
         items = pix_items(PixItem.model_validate(raw), raw)
         if webhook:
-            self._store(items, Source.WEBHOOK)
+            self._store(items, Source.WEBHOOK, received)
         if polled:
-            self._store(items, Source.POLL)
+            self._store(items, Source.POLL, received)
         return str(raw["endToEndId"])
 
     def confirm_all_movements(self) -> None:
@@ -134,12 +137,20 @@ class DayBook:
         self._store([statement_item(raw)], Source.POLL)
         return entry
 
-    def transfer(self, data: dict[str, Any], *, webhook: bool = True, polled: bool = False) -> None:
+    def transfer(
+        self,
+        data: dict[str, Any],
+        *,
+        webhook: bool = True,
+        polled: bool = False,
+        received: datetime | None = None,
+    ) -> None:
+        """``received``: when the notification arrived (now, if not given)."""
         items = accounts_items({"type": "TRANSFER", "data": data})
         if webhook:
-            self._store(items, Source.WEBHOOK)
+            self._store(items, Source.WEBHOOK, received)
         if polled:
-            self._store(items, Source.POLL)
+            self._store(items, Source.POLL, received)
 
     def infraction(self, data: dict[str, Any], *, webhook: bool = True) -> None:
         """An INFRACTION notification: the case, without the Pix it disputes."""

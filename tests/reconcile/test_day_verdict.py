@@ -718,6 +718,12 @@ def test_a_refund_left_in_progress_is_asked_for_again_and_judged_the_day_it_sett
     assert second.report["totals"]["refunds"]["api"] == 4_000
     # Settled here now: nothing more to ask.
     assert refresh_refunds_in_progress(api, engine).seen == 0
+    # Its own day, asked again, still had it in progress at its end.
+    again = reconcile_day(engine, PAST, now=business_day_bounds(later)[1] + timedelta(hours=2))
+    assert again.verdict == first.verdict == DayVerdict.RECONCILED_WITH_PENDING
+    still = verdicts_of(engine, again)[("movement", rtr)]
+    assert (still.status, still.reason) == ("pending", "refund still being processed")
+    assert again.report["totals"]["refunds"] == first.report["totals"]["refunds"]
 
 
 def test_a_pix_booked_past_the_date_lag_is_its_own_days_break_and_explains_the_next_days_line(

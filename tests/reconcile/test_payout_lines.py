@@ -133,10 +133,16 @@ def test_a_scheduled_payout_is_judged_on_the_day_its_money_moved(engine: Engine)
     assert its_day.verdict == DayVerdict.RECONCILED
     assert _payouts(its_day)["difference_cents"] == 0
 
-    # Asked again, the day it was created shows the money it moved: none of this payout.
+    # Asked again, the day it was created shows it as it stood at that day's end, still to
+    # be paid, and the money it moved: none of this payout.
     again = reconcile_day(engine, PAST, now=after_both)
-    assert ("payout", SCHEDULED) not in verdicts_of(engine, again)
-    assert again.verdict == DayVerdict.RECONCILED
+    assert again.verdict == first.verdict == DayVerdict.RECONCILED_WITH_PENDING
+    scheduled = verdicts_of(engine, again)[("payout", SCHEDULED)]
+    assert (scheduled.status, scheduled.reason, scheduled.carried) == (
+        "pending",
+        "still processing",
+        None,
+    )
     figures = _payouts(again)
     assert (figures["api_cents"], figures["statement_cents"], figures["difference_cents"]) == (
         10_000,
@@ -158,7 +164,35 @@ def test_a_scheduled_payout_never_debited_is_the_exception_of_its_day(engine: En
     payout = verdicts_of(engine, its_day)[("payout", SCHEDULED)]
     assert (payout.status, payout.exception) == ("status_mismatch", True)
     assert its_day.verdict == DayVerdict.BREAKS
-    assert reconcile_day(engine, PAST, now=after_both).verdict == DayVerdict.RECONCILED
+    # Its creation day had it scheduled at its end: pending there, not its break.
+    created = reconcile_day(engine, PAST, now=after_both)
+    assert created.verdict == DayVerdict.RECONCILED_WITH_PENDING
+    assert verdicts_of(engine, created)[("payout", SCHEDULED)].exception is False
+
+
+def test_a_payout_scheduled_just_past_midnight_leaves_its_line_to_the_day_it_moved(
+    engine: Engine,
+) -> None:
+    """Initiated at 00:02, inside the date lag: its creation day shows it pending and does
+    not take the line, which the next day matches to it (not carried across)."""
+    book = DayBook(engine, PAST)
+    _a_paid_payout(book, "po-ordinary-0310")
+    following = book.next_day()
+    e2e = "E11111111202603110302schedule002"  # 00:02 in São Paulo on 11/03
+    data = book.payout_data("po-midnight", 20_000, "15:00", endToEndId=e2e)
+    book.transfer(data)
+    following.line("PIX_PAYMENT", 20_000, "00:02", credit=False, idempotencyKey="po-midnight")
+    book.confirm_all_movements()
+    after = business_day_bounds(following.day)[1] + timedelta(hours=2)
+
+    created = reconcile_day(engine, PAST, now=after)
+    pending = verdicts_of(engine, created)[("payout", "po-midnight")]
+    assert (pending.status, pending.statement_entry_id, pending.carried) == ("pending", None, None)
+    assert _payouts(created)["carried_out_cents"] == 0
+    moved = reconcile_day(engine, following.day, now=after)
+    paid = verdicts_of(engine, moved)[("payout", "po-midnight")]
+    assert (paid.status, paid.carried, paid.expected_cents) == ("settled", None, 20_000)
+    assert moved.verdict == DayVerdict.RECONCILED
 
 
 @pytest.mark.parametrize(
