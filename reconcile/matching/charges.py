@@ -3,7 +3,7 @@ money the API stands behind (confirmed) counts as paid."""
 
 from __future__ import annotations
 
-from sqlalchemy import String, and_, func, literal, or_, select, true, union
+from sqlalchemy import String, and_, case, func, literal, or_, select, true, union
 from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
@@ -119,8 +119,15 @@ def match_charges(session: Session, ctx: RunContext) -> None:
     )
     paid_cents = func.coalesce(paid.c.cents, 0)
     # A due-date charge owes its terms (fine, interest, abatement, discount) as of the day
-    # it was paid.
-    due_cents = func.coalesce(expected.c.amount_due_cents, expected.c.amount_cents)
+    # it was paid; one not paid by the day's end owed its original amount then, whatever a
+    # later payment made due.
+    due_cents = case(
+        (
+            paid.c.n.is_not(None),
+            func.coalesce(expected.c.amount_due_cents, expected.c.amount_cents),
+        ),
+        else_=expected.c.amount_cents,
+    )
     refunded_cents = func.coalesce(refunded.c.cents, 0)
     invoice = expected.c.kind == "invoice"
     verdicts: list[Verdict] = [

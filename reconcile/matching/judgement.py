@@ -126,27 +126,37 @@ def annotate_pending(session: Session, ctx: RunContext) -> None:
 
 def annotate_priorities(session: Session, ctx: RunContext) -> None:
     """A charge paid more than due, or twice, carries the last day a refund is possible
-    (the day its first Pix paid it + the refund window), and comes first (priority 1)
-    when that day is near; every other exception keeps the priority it was written with
-    (a Pix received that may go back got its deadline with its verdict)."""
+    (the day of the Pix to give back + the refund window: the one that paid it for one
+    overpaid, the second for one paid twice), and comes first (priority 1) when that day
+    is near; every other exception keeps the priority it was written with (a Pix received
+    that may go back got its deadline with its verdict)."""
     items = table_of(ReconciliationItem)
-    # A charge paid more than due, or twice: from the day the first Pix paid it.
     P, E = table_of(PixReceived), table_of(ExpectedPayment)
-    charges = session.execute(
-        select(items.c.id, func.min(func.coalesce(P.c.horario, P.c.created_at)))
+    paid_at = func.coalesce(P.c.horario, P.c.created_at)
+    # The Pix the charge's verdict counted: those the API stands behind, by the day's end.
+    payments = session.execute(
+        select(items.c.id, items.c.status, paid_at)
         .join(E, E.c.kind + literal(":", String) + E.c.ref == items.c.ref)
         .join(P, P.c.txid == E.c.txid)
         .where(
             items.c.run_id == ctx.run_id,
             items.c.subject == "charge",
             items.c.status.in_(("overpaid", "paid_twice")),
+            P.c.confirmation.in_(Confirmation.counted()),
+            paid_at < ctx.end,
         )
-        .group_by(items.c.id)
     ).all()
+    paid: dict[int, list[date]] = defaultdict(list)
+    twice: set[int] = set()
+    for item_id, status, when in payments:
+        paid[item_id].append(as_utc(when).astimezone(BUSINESS_TZ).date())
+        if status == "paid_twice":
+            twice.add(item_id)
     # One statement per deadline, not per charge: a bad day has thousands of them.
     by_deadline: dict[date, list[int]] = defaultdict(list)
-    for item_id, first_paid in charges:
-        paid_on = as_utc(first_paid).astimezone(BUSINESS_TZ).date() if first_paid else ctx.day
+    for item_id, days in paid.items():
+        days.sort()
+        paid_on = days[1] if item_id in twice and len(days) > 1 else days[0]
         by_deadline[paid_on + timedelta(days=ctx.judging.refund_days)].append(item_id)
     for deadline, ids in by_deadline.items():
         for at in range(0, len(ids), 1000):

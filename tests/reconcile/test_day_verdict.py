@@ -365,6 +365,42 @@ def test_a_due_date_charge_paid_late_with_its_fine_and_interest_is_paid(engine: 
     assert (short.status, short.expected_cents, short.actual_cents) == ("underpaid", 10_700, 10_000)
 
 
+def test_a_due_date_charge_unpaid_on_its_day_keeps_the_amount_it_owed_then(
+    engine: Engine,
+) -> None:
+    """Paid three days after its due date with its fine and interest: the due date, asked
+    again, still says it was unpaid for its original amount."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    txid = "cobvpaidthreedayslater000001"
+    book.charge(
+        "cobv",
+        txid,
+        10_000,
+        "08:00",
+        LATE_TERMS,
+        dataDeVencimento=PAST.isoformat(),
+        validadeAposVencimento=30,
+    )
+    first = reconcile_day(engine, PAST, now=AFTER)
+    unpaid = verdicts_of(engine, first)[("charge", f"cobv:{txid}")]
+    assert (unpaid.status, unpaid.expected_cents) == ("unpaid", 10_000)
+
+    later = DayBook(engine, PAST + timedelta(days=3), book.balance)
+    e2e = later.pix(10_500, "12:00", txid=txid, webhook=False)
+    later.line("PIX_RECEIVED", 10_500, "12:00", credit=True, endToEndId=e2e)
+    paid = reconcile_day(
+        engine, later.day, now=business_day_bounds(later.day)[1] + timedelta(hours=2)
+    )
+    late = verdicts_of(engine, paid)[("charge", f"cobv:{txid}")]
+    # A 2 % fine and 1 % interest a day for three days: R$ 105,00 due, paid exactly.
+    assert (late.status, late.expected_cents) == ("paid", 10_500)
+
+    again = reconcile_day(engine, PAST, now=business_day_bounds(later.day)[1])
+    still = verdicts_of(engine, again)[("charge", f"cobv:{txid}")]
+    assert (still.status, still.expected_cents) == ("unpaid", 10_000)
+
+
 class _Infractions:
     """The accounts API's infraction look-up: it names the Pix each case disputes."""
 

@@ -102,3 +102,20 @@ def test_the_work_queue_judges_the_deadline_as_of_today(engine: Engine) -> None:
     # An amount the API disputes is asked about first, deadline or not.
     assert late[refs["lower"]][1] == as_reported[refs["lower"]][1]
     assert _work_queue(engine, last_day)[refs["unknown"]][1].endswith(f"refund it {before}")
+
+
+def test_a_charge_paid_twice_is_refunded_by_the_second_payments_deadline(engine: Engine) -> None:
+    """Paid on 08/03 and again on 10/03: the money to give back is the second Pix's, which
+    can be refunded until 90 days after it, not after the first."""
+    txid = "cobpaidtwiceacrossdays0000001"
+    first = DayBook(engine, PAST - timedelta(days=2))
+    first.charge("cob", txid, 5_000, "09:00", expiracao=7 * 86_400)
+    first.pix(5_000, "10:00", txid=txid, webhook=False)
+    book = DayBook(engine, PAST, first.balance)
+    again = book.pix(5_000, "10:00", txid=txid, webhook=False)
+    book.line("PIX_RECEIVED", 5_000, "10:00", credit=True, endToEndId=again)
+    # A third payment, on a later day, is no part of this day's answer.
+    DayBook(engine, PAST + timedelta(days=1)).pix(5_000, "10:00", txid=txid, webhook=False)
+
+    verdict = verdicts_of(engine, reconcile_day(engine, PAST, now=AFTER))[("charge", f"cob:{txid}")]
+    assert (verdict.status, verdict.refund_by) == ("paid_twice", PAST + timedelta(days=90))
