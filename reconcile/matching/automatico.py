@@ -45,6 +45,15 @@ def _day_end(day: date) -> datetime:
     return business_day_bounds(day)[1]
 
 
+def _attempted_by(attempt: dict[str, Any], day: date) -> bool:
+    """Whether a debit attempt was made by ``day`` (its ``dataLiquidacao``, kept as
+    ``data``); one without a readable date is taken as made."""
+    try:
+        return date.fromisoformat(str(attempt.get("data"))[:10]) <= day
+    except ValueError:
+        return True
+
+
 def judge_recurring_charges(session: Session, ctx: RunContext) -> None:
     items, charges = table_of(ReconciliationItem), table_of(ExpectedPayment)
     rows = session.execute(
@@ -58,11 +67,16 @@ def judge_recurring_charges(session: Session, ctx: RunContext) -> None:
     ).all()
     for item_id, status, due_date, raw_terms in rows:
         terms = _terms(raw_terms)
-        attempts = [a for a in terms.get("tentativas") or [] if isinstance(a, dict)]
+        listed = [a for a in terms.get("tentativas") or [] if isinstance(a, dict)]
+        # As the charge stood at the day's end: a later day's attempt is that day's news,
+        # and a charge closed by it was still open here.
+        attempts = [a for a in listed if _attempted_by(a, ctx.day)]
+        if len(attempts) < len(listed) and status in FAILED:
+            status = None
         failed = [a for a in attempts if a.get("status") in FAILED]
         if not failed and status not in FAILED:
             continue
-        code = terms.get("rejeicao") or next(
+        code = (terms.get("rejeicao") if status in FAILED else None) or next(
             (a.get("codigo") for a in reversed(failed) if a.get("codigo")), None
         )
         why = f"the payer's bank rejected the debit ({code or 'no code given'})"

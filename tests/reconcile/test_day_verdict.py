@@ -513,6 +513,40 @@ def test_a_rejected_pix_automatico_debit_is_an_exception_unless_retries_remain(
     assert result.verdict is DayVerdict.BREAKS
 
 
+def test_a_pix_automatico_charge_closed_by_later_attempts_was_still_retrying_on_its_day(
+    engine: Engine,
+) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    txid, due = "cobrretriedlater000000000001", PAST.isoformat()
+
+    def polled(status: str, *days: date) -> None:
+        book.charge(
+            "cobr",
+            txid,
+            4_000,
+            "06:00",
+            status=status,
+            extra={
+                "politicaRetentativa": "PERMITE_3R_7D",
+                "tentativas": [_rejected_attempt(day) for day in days],
+            },
+            dataDeVencimento=due,
+        )
+
+    polled("ATIVA", PAST)
+    first = reconcile_day(engine, PAST, now=AFTER)
+    retrying = verdicts_of(engine, first)[("charge", f"cobr:{txid}")]
+    assert (retrying.status, retrying.exception) == ("pending", False)
+    # Three more attempts on the next three days, each rejected: the charge is closed.
+    polled("REJEITADA", *(PAST + timedelta(days=n) for n in range(4)))
+    again = reconcile_day(engine, PAST, now=AFTER + timedelta(days=10))
+    still = verdicts_of(engine, again)[("charge", f"cobr:{txid}")]
+    assert (still.status, still.exception, still.reason) == ("pending", False, retrying.reason)
+    assert "3 more attempt(s) until 17/03/2026" in still.reason
+    assert again.verdict == first.verdict
+
+
 def test_a_pix_whose_own_breakdown_disagrees_with_the_terms_is_raised(engine: Engine) -> None:
     book = DayBook(engine, PAST)
     _clean_day(book)
