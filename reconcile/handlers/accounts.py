@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, literal
+from sqlalchemy import case, func, literal
 from sqlmodel import Session
 
 from reconcile.db import dialect_of, insert_for, table_of
@@ -94,20 +95,19 @@ def _when(created_at: str | None, end_to_end_id: str | None) -> dict[str, Any]:
     return {"provider_created_at": created, "moved_at": moved_later(created, end_to_end_id)}
 
 
-def _outcome_seen(item: InboxItem, status: str) -> dict[str, Any]:
+def _outcome_seen(item: InboxItem, status: str) -> Callable[[Any], dict[str, Any]] | None:
     """For an outcome, ``outcome_seen_at`` of a row stored as processing until now: when
     the outcome was received (the day the payout was over for; its own day, re-run later,
     judges it as it stood then). A row first stored with its outcome keeps none: nothing
     says it was ever processing."""
     if MOVEMENT_RANK.get(status, 0) < OUTCOME_RANK:
-        return {}
+        return None
     table = table_of(AccountMovement)
-    return {
-        "outcome_seen_at": case(
-            (table.c.rank < OUTCOME_RANK * 1000, literal(item.received_at, UtcDateTime)),
-            else_=table.c.outcome_seen_at,
-        )
-    }
+    seen = case(
+        (table.c.rank < OUTCOME_RANK * 1000, literal(item.received_at, UtcDateTime)),
+        else_=table.c.outcome_seen_at,
+    )
+    return lambda _excluded: {"outcome_seen_at": seen}
 
 
 def _reference(data: Identified, what: str) -> str:
@@ -282,4 +282,26 @@ def handle_infraction(session: Session, item: InboxItem) -> None:
             "rank": INFRACTION_RANK.get(status.upper(), 0),
             "inbox_item_id": item.id,
         },
+        lambda excluded: _case_kept(
+            excluded, raw, closing=status.upper() not in OPEN_INFRACTION_STATES
+        ),
     )
+
+
+def _case_kept(excluded: Any, raw: dict[str, Any], *, closing: bool) -> dict[str, Any]:
+    """What a later notification of a case leaves as stored: what it does not say (a
+    notification may carry only the id and status), the deadline unless it states one,
+    and once the case is closing the money blocked while it was open (a block released
+    reads 0). A day the case was open at the end of is judged with what it stood at then
+    (``med_exposure``), whenever it is asked."""
+    table = table_of(Infraction)
+
+    def unless_missing(name: str) -> Any:
+        return func.coalesce(excluded[name], table.c[name])
+
+    kept = {name: unless_missing(name) for name in ("amount_cents", "end_to_end_id", "opened_at")}
+    if read_timestamp(raw.get("analysisDeadline") or raw.get("deadline")) is None:
+        kept["deadline_at"] = func.coalesce(table.c.deadline_at, excluded.deadline_at)
+    if closing:
+        kept["blocked_cents"] = func.coalesce(table.c.blocked_cents, excluded.blocked_cents)
+    return kept

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -62,19 +62,20 @@ def upsert_latest(
     model: type[SQLModel],
     key: list[str],
     values: dict[str, Any],
-    on_update: dict[str, Any] | None = None,
+    on_update: Callable[[Any], dict[str, Any]] | None = None,
 ) -> None:
     """Insert, or update the existing row unless it already holds a later fact (``rank``).
 
     Notifications arrive unordered: a PROCESSING seen after LIQUIDATED must not win.
-    ``on_update``: columns written only when a row is updated (expressions over the
-    stored row may say how).
+    ``on_update``: given the row offered (``excluded``), columns to write otherwise than
+    as offered when a row is updated (expressions over the stored row may say how).
     """
     table = table_of(model)
     values = {**values, "updated_at": utcnow()}
     stmt = insert_for(dialect_of(session))(table).values(values)
     update = {name: stmt.excluded[name] for name in values if name not in key}
-    update.update(on_update or {})
+    if on_update is not None:
+        update.update(on_update(stmt.excluded))
     session.execute(
         stmt.on_conflict_do_update(
             index_elements=[table.c[name] for name in key],

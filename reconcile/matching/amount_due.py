@@ -339,6 +339,8 @@ def flag_disagreeing_components(session: Session, ctx: RunContext) -> None:
                 E.c.amount_due_cents.is_not(None),
                 P.c.components.is_not(None),
                 P.c.confirmation.in_(COUNTED),
+                # The Pix that paid it by the day's end: a later one is its own day's.
+                func.coalesce(P.c.horario, P.c.created_at) < ctx.end,
             )
         ).all()
         for ref, due, raw in rows:

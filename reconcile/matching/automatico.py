@@ -13,7 +13,7 @@ from calendar import monthrange
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import and_, insert, or_, select, update
 from sqlmodel import Session
 
 from reconcile.db import table_of
@@ -138,9 +138,10 @@ def cycle_on_or_before(start: date, periodicity: str, day: date) -> tuple[date, 
     return nth(n), nth(n + 1)
 
 
-def _charged(session: Session, id_rec: str, due: date, following: date) -> bool:
-    """Whether a recurring charge of the recurrence falls due within the cycle; the charge
-    names its recurrence in its own terms (polled) or in its collection state (notified)."""
+def _charged(session: Session, id_rec: str, due: date, following: date, by: datetime) -> bool:
+    """Whether a recurring charge of the recurrence, created ``by`` then, falls due within
+    the cycle; the charge names its recurrence in its own terms (polled) or in its
+    collection state (notified)."""
     charges, cobrs = table_of(ExpectedPayment), table_of(RecurringCharge)
     notified = select(cobrs.c.txid).where(cobrs.c.id_rec == id_rec)
     rows = session.execute(
@@ -148,6 +149,7 @@ def _charged(session: Session, id_rec: str, due: date, following: date) -> bool:
             charges.c.kind == "cobr",
             charges.c.due_date >= due,
             charges.c.due_date < following,
+            or_(charges.c.created_at_provider < by, charges.c.created_at_provider.is_(None)),
         )
     ).all()
     return any(known or _terms(terms).get("idRec") == id_rec for known, terms in rows)
@@ -157,7 +159,9 @@ def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
     """A cycle of an approved recurrence that falls on the day with no recurring charge due
     within it: the merchant's system never asked for the money, and nobody will pay it.
     Judged on the cycle's own date only, so each cycle is raised once, by the day it
-    belongs to (a charge due the next business day after a weekend counts)."""
+    belongs to (a charge due the next business day after a weekend counts), and as things
+    stood at its end: a recurrence cancelled after it was still approved then, and a
+    charge created after it came too late for the cycle."""
     recs = table_of(Recurrence)
     found = session.execute(
         select(
@@ -168,7 +172,12 @@ def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
             recs.c.amount_cents,
             recs.c.inbox_item_id,
         ).where(
-            recs.c.status == "APROVADA",
+            or_(
+                recs.c.status == "APROVADA",
+                # Only an approved recurrence is cancelled (one never approved is rejected
+                # or expires): cancelled after the day, it was approved at its end.
+                and_(recs.c.status == "CANCELADA", recs.c.status_at >= ctx.end),
+            ),
             recs.c.start_date <= ctx.day,
             recs.c.periodicity.is_not(None),
         )
@@ -179,7 +188,7 @@ def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
         if cycle is None or cycle[0] != ctx.day or (end is not None and end < ctx.day):
             continue
         due, following = cycle
-        if _charged(session, id_rec, due, following):
+        if _charged(session, id_rec, due, following, ctx.end):
             continue
         missed.append(
             {

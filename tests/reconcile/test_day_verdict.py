@@ -16,10 +16,12 @@ from sqlalchemy import Engine, select
 
 from reconcile.confirmation import confirm_pending_movements
 from reconcile.db import session_scope
+from reconcile.inbox import store_items
 from reconcile.matching.automatico import cycle_on_or_before
 from reconcile.matching.judgement import DayVerdict, Sources
-from reconcile.models import AccountMovement
+from reconcile.models import AccountMovement, Source
 from reconcile.nightly import NightlyResult, reconcile_day
+from reconcile.payloads.automatico import rec_callback_items
 from reconcile.processing import process_items
 from reconcile.provider.errors import NotFound
 from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, utcnow
@@ -401,6 +403,79 @@ def test_a_due_date_charge_unpaid_on_its_day_keeps_the_amount_it_owed_then(
     assert (still.status, still.expected_cents) == ("unpaid", 10_000)
 
 
+def test_a_due_date_charge_paid_again_later_leaves_its_paid_day_alone(engine: Engine) -> None:
+    """Paid exactly before its due date; ten days later a second Pix pays it again, its
+    breakdown carrying that day's fine and interest: the first day stays reconciled."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    txid = "cobvpaidontimethenagain00001"
+    book.charge(
+        "cobv",
+        txid,
+        10_000,
+        "08:00",
+        LATE_TERMS,
+        dataDeVencimento=(PAST + timedelta(days=5)).isoformat(),
+        validadeAposVencimento=30,
+    )
+    e2e = book.pix(
+        10_000, "12:00", txid=txid, webhook=False, components={"original": {"valor": "100.00"}}
+    )
+    book.line("PIX_RECEIVED", 10_000, "12:00", credit=True, endToEndId=e2e)
+    first = reconcile_day(engine, PAST, now=AFTER)
+    assert first.verdict is DayVerdict.RECONCILED, first.report
+
+    later = DayBook(engine, PAST + timedelta(days=10), book.balance)
+    components = {"original": {"valor": "100.00"}, "multa": {"valor": "2.00"}}
+    again_paid = later.pix(10_200, "09:00", txid=txid, webhook=False, components=components)
+    later.line("PIX_RECEIVED", 10_200, "09:00", credit=True, endToEndId=again_paid)
+    reconcile_day(engine, later.day, now=business_day_bounds(later.day)[1] + timedelta(hours=2))
+
+    again = reconcile_day(engine, PAST, now=business_day_bounds(later.day)[1] + timedelta(hours=3))
+    assert again.verdict is DayVerdict.RECONCILED, again.report["exceptions"]
+    paid = verdicts_of(engine, again)[("charge", f"cobv:{txid}")]
+    assert (paid.status, paid.exception) == ("paid", False)
+
+
+@pytest.mark.parametrize("closing", ["block released", "bare"])
+def test_a_med_case_closed_later_keeps_its_day_end_figures(engine: Engine, closing: str) -> None:
+    """Open on the day with R$ 20,00 blocked and a stated deadline; closed two days later
+    by a notification saying the block is released (0), or only the id and status."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    opened_at = book.at("10:00").isoformat()
+    book.infraction(
+        {
+            "id": "med-closed-later",
+            "status": "OPEN",
+            "amount": "50.00",
+            "blockedAmount": "20.00",
+            "createdAt": opened_at,
+            "analysisDeadline": book.at("12:00", PAST + timedelta(days=5)).isoformat(),
+        }
+    )
+    first = reconcile_day(engine, PAST, now=AFTER)
+    later = DayBook(engine, PAST + timedelta(days=2), book.balance)
+    closed: dict[str, Any] = {
+        "id": "med-closed-later",
+        "status": "CLOSED",
+        "createdAt": opened_at,
+        "closedAt": later.at("09:00").isoformat(),
+    }
+    if closing == "block released":
+        closed.update({"amount": "50.00", "blockedAmount": "0", "debitedAmount": "50.00"})
+    later.infraction(closed)
+    later.line("INFRACTION_DEBIT", 5_000, "09:00", credit=False, infractionId="med-closed-later")
+    reconcile_day(engine, later.day, now=business_day_bounds(later.day)[1] + timedelta(hours=2))
+
+    again = reconcile_day(engine, PAST, now=business_day_bounds(later.day)[1] + timedelta(hours=3))
+    assert again.report["med"] == first.report["med"]
+    assert again.report["med"]["blocked_cents"] == 2_000
+    assert [e["action"] for e in again.report["exceptions"]] == [
+        e["action"] for e in first.report["exceptions"]
+    ]
+
+
 class _Infractions:
     """The accounts API's infraction look-up: it names the Pix each case disputes."""
 
@@ -606,6 +681,50 @@ def test_a_cycle_with_no_recurring_charge_is_a_missed_cycle(engine: Engine) -> N
     assert [v.ref for v in verdicts_of(engine, later).values() if v.status == "missed_cycle"] == [
         "rec:RN1234567820260211nextday0001:2026-03-11"
     ]
+
+
+@pytest.mark.parametrize("afterwards", ["cancelled", "charged late"])
+def test_a_missed_cycle_stays_missed_whatever_happens_after_its_day(
+    engine: Engine, afterwards: str
+) -> None:
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    rec = "RN1234567820260303missed00001"
+    book.recurrence(rec, PAST - timedelta(days=7), "SEMANAL", 2_990)
+    first = reconcile_day(engine, PAST, now=AFTER)
+    missed = f"rec:{rec}:{PAST.isoformat()}"
+    assert verdicts_of(engine, first)[("recurrence", missed)].status == "missed_cycle"
+
+    later = DayBook(engine, PAST + timedelta(days=2), book.balance)
+    if afterwards == "cancelled":
+        raw = {
+            "idRec": rec,
+            "status": "CANCELADA",
+            "calendario": {
+                "dataInicial": (PAST - timedelta(days=7)).isoformat(),
+                "periodicidade": "SEMANAL",
+            },
+            "atualizacao": [
+                {"status": "APROVADA", "data": book.at("06:00").isoformat()},
+                {"status": "CANCELADA", "data": later.at("10:00").isoformat()},
+            ],
+        }
+        with session_scope(engine) as session:
+            new = store_items(session, rec_callback_items(raw), source=Source.POLL).new_ids
+        process_items(engine, new)
+    else:
+        # A charge for the cycle, created two days after it, due the next day.
+        later.charge(
+            "cobr",
+            "cobrcreatedlate0000000000001",
+            2_990,
+            "09:00",
+            extra={"idRec": rec, "politicaRetentativa": "NAO_PERMITE"},
+            dataDeVencimento=(PAST + timedelta(days=3)).isoformat(),
+        )
+    again = reconcile_day(engine, PAST, now=AFTER + timedelta(days=3))
+    assert again.verdict == first.verdict == DayVerdict.BREAKS
+    assert verdicts_of(engine, again)[("recurrence", missed)].status == "missed_cycle"
 
 
 @given(
