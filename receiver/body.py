@@ -8,13 +8,17 @@ import zlib
 from decimal import Decimal
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from receiver.problems import Problem
 from reconcile.payloads.text import may_hold_surrogates, mend_surrogates
 
 # Deeply nested JSON is an attack on the parser, not a notification.
 MAX_JSON_DEPTH = 32
+
+
+# The slug of a delivery whose sender left before its body arrived: nothing to keep.
+CLIENT_GONE = "client-disconnected"
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:
@@ -24,11 +28,18 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
     # Content-Length can lie or be absent (chunked); count what actually arrives.
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise Problem(413, "body-too-large", f"body larger than {max_bytes} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise Problem(413, "body-too-large", f"body larger than {max_bytes} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # Nothing was acknowledged, so nothing is lost: the sender retries. A refusal
+        # like any other (logged at INFO), not a fault of the receiver's.
+        raise Problem(
+            400, CLIENT_GONE, "the client closed the connection before its body arrived"
+        ) from None
     return b"".join(chunks)
 
 
@@ -140,7 +151,7 @@ def _text(body: bytes, charset: str | None) -> str:
     try:
         return body.decode(encoding)
     except UnicodeDecodeError:
-        if declared is not None or encoding not in ("utf-8", "utf-8-sig"):
+        if encoding not in ("utf-8", "utf-8-sig"):
             raise
         return body.decode("iso-8859-1")
 
@@ -172,13 +183,25 @@ def parse_json(request: Request, body: bytes) -> Any:
         ),
         None,
     )
-    if not body.strip():
+    if not body.removeprefix(codecs.BOM_UTF8).strip():
         # Providers test a URL at registration by posting nothing: it says nothing, like
         # ``{}``, and is kept the same way (unsupported) rather than refused.
         return {}
     try:
-        text = _text(body, charset)
-        document = _loads(text)
+        try:
+            text = _text(body, charset)
+            document = _loads(text)
+        except (UnicodeDecodeError, ValueError) as first:
+            if _codec(charset) in (None, "utf-8"):
+                raise
+            # The declared charset is wrong (a UTF-8 body sent as ``US-ASCII``, say): JSON
+            # tells its own encoding, and every business key is ASCII. Refused, the
+            # delivery would be retried as it is until the provider disabled the webhook.
+            try:
+                text = _text(body, None)
+                document = _loads(text)
+            except (UnicodeDecodeError, ValueError):
+                raise first from None
     except RecursionError:
         raise Problem(400, "malformed-json", "JSON nested too deeply") from None
     except UnicodeDecodeError as exc:

@@ -12,6 +12,10 @@ import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from receiver.metrics import ReceiverMetrics, route_label
+from receiver.problems import problem_response, unexpected
+from reconcile.logs import get_logger
+
+log = get_logger(__name__)
 
 REQUEST_ID_HEADER = "x-request-id"
 _HEADER = REQUEST_ID_HEADER.encode()
@@ -88,8 +92,12 @@ class RequestContextMiddleware:
         started = time.perf_counter()
         path: str = scope["path"]
 
+        started = False
+
         async def send_with_id(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 message.setdefault("headers", [])
                 message["headers"].append((_HEADER, request_id.encode()))
                 if path.startswith("/webhooks/"):
@@ -103,5 +111,13 @@ class RequestContextMiddleware:
         tokens = structlog.contextvars.bind_contextvars(request_id=request_id)
         try:
             await self.app(scope, receive, send_with_id)
+        except Exception as exc:
+            # One line, and only the error's type: the message of a database error holds
+            # the parameters it was given, a delivery's body among them.
+            log.error("unexpected_error", route=route_label(scope), error=type(exc).__name__)
+            if started:
+                return  # too late for an answer; the server closes the connection
+            answer = problem_response(unexpected(), request_id)
+            await answer(scope, receive, send_with_id)
         finally:
             structlog.contextvars.reset_contextvars(**tokens)

@@ -18,6 +18,7 @@ TITLES = {
     405: "Method Not Allowed",
     413: "Payload Too Large",
     415: "Unsupported Media Type",
+    500: "Internal Server Error",
     503: "Service Unavailable",
 }
 
@@ -92,4 +93,16 @@ def overloaded(reason: str) -> Problem:
         "overloaded",
         f"the receiver is overloaded ({reason}); nothing was stored, retry later",
         headers={"Retry-After": "5"},
+    )
+
+
+def unexpected() -> Problem:
+    """A fault of the receiver's own, answered like any other error: a provider that
+    gets a 5xx retries, so saying so costs nothing, and a bare text/plain page says
+    nothing at all."""
+    return Problem(
+        500,
+        "unexpected-error",
+        "the receiver failed unexpectedly; the delivery is not acknowledged, retry later "
+        "(the receiver's log names this request id)",
     )

@@ -93,6 +93,9 @@ ROUTE_MAX = 200
 
 
 def stored_route(path: str) -> str:
+    """The path as a column holds it: cut to its length, and a NUL (``%00``), which no
+    PostgreSQL text holds, written as U+FFFD."""
+    path = path.replace("\x00", "\ufffd")
     return path if len(path) <= ROUTE_MAX else path[: ROUTE_MAX - 1] + "…"
 
 
@@ -265,12 +268,6 @@ class PixRefund(PixRefundBase, LatestState, Confirmable, table=True):
     __tablename__ = "pix_refund"
     __table_args__ = (UniqueConstraint("end_to_end_id", "refund_id", name="uq_pix_refund"),)
 
-    outcome_seen_at: datetime | None = Field(
-        default=None,
-        sa_type=UtcDateTime,
-        description="when its outcome was received for a refund stored in progress before",
-    )
-
 
 class AccountMovementBase(SQLModel):
     type: str = Field(max_length=16, description="TRANSFER, RECEIVE, REFUND or CASHOUT")
@@ -303,8 +300,13 @@ class AccountMovement(AccountMovementBase, LatestState, Confirmable, table=True)
     outcome_seen_at: datetime | None = Field(
         default=None,
         sa_type=UtcDateTime,
-        description="when its outcome (paid out, rejected, canceled) was received for a "
-        "payout stored as processing before: the day it was over for",
+        description="when its outcome (paid out, rejected, canceled) was received, for a "
+        "payout stored as processing before",
+    )
+    processing_seen_at: datetime | None = Field(
+        default=None,
+        sa_type=UtcDateTime,
+        description="when the processing state its outcome replaced had been received",
     )
 
 

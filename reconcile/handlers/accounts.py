@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, func, literal
+from sqlalchemy import case, func, literal, literal_column
 from sqlmodel import Session
 
 from reconcile.db import dialect_of, insert_for, table_of
@@ -96,18 +96,28 @@ def _when(created_at: str | None, end_to_end_id: str | None) -> dict[str, Any]:
 
 
 def _outcome_seen(item: InboxItem, status: str) -> Callable[[Any], dict[str, Any]] | None:
-    """For an outcome, ``outcome_seen_at`` of a row stored as processing until now: when
-    the outcome was received (the day the payout was over for; its own day, re-run later,
-    judges it as it stood then). A row first stored with its outcome keeps none: nothing
-    says it was ever processing."""
+    """For an outcome replacing a processing state: when each was received
+    (``outcome_seen_at``, ``processing_seen_at``). A payout seen processing before its
+    day's date lag ended and its outcome only after stood processing at the day's end;
+    its own day, re-run later, judges it so (``matching/payouts.py``). A row first stored
+    with its outcome keeps neither: nothing says it was ever processing."""
     if MOVEMENT_RANK.get(status, 0) < OUTCOME_RANK:
         return None
     table = table_of(AccountMovement)
-    seen = case(
-        (table.c.rank < OUTCOME_RANK * 1000, literal(item.received_at, UtcDateTime)),
-        else_=table.c.outcome_seen_at,
+    replaced = table.c.rank < OUTCOME_RANK * 1000
+    # The stored row's item, before this update points it at the outcome's. Written out:
+    # SQLAlchemy does not correlate a subquery with the row an upsert updates.
+    processing = literal_column(
+        "(SELECT inbox_item.received_at FROM inbox_item"
+        " WHERE inbox_item.id = account_movement.inbox_item_id)",
+        UtcDateTime,
     )
-    return lambda _excluded: {"outcome_seen_at": seen}
+    return lambda _excluded: {
+        "outcome_seen_at": case(
+            (replaced, literal(item.received_at, UtcDateTime)), else_=table.c.outcome_seen_at
+        ),
+        "processing_seen_at": case((replaced, processing), else_=table.c.processing_seen_at),
+    }
 
 
 def _reference(data: Identified, what: str) -> str:

@@ -107,9 +107,6 @@ def refund_row(item: InboxItem) -> dict[str, Any]:
         "rank": REFUND_RANK.get(status, 0),
         "inbox_item_id": item.id,
         **refund_confirmation(item, amount),
-        "outcome_seen_at": None,
-        # Not a column: when the sighting came, for ``outcome_seen_at`` (``_merged``).
-        "received_at": item.received_at,
     }
 
 
@@ -141,10 +138,7 @@ REFUND_COLUMNS = (
     "rank",
     "inbox_item_id",
     *CONFIRMATION_COLUMNS,
-    "outcome_seen_at",
 )
-# A status ranked here is the refund's outcome: it will not be in progress again.
-OUTCOME_RANK = REFUND_RANK["DEVOLVIDO"]
 # Stored rows looked up per statement: well under SQLite's limit on bound parameters.
 _LOOKUP_CHUNK = 500
 
@@ -292,10 +286,6 @@ def _merged(known: dict[str, Any], seen: dict[str, Any]) -> dict[str, Any]:
     if claim:
         for name in ("status", "rank", "inbox_item_id", *CONFIRMATION_COLUMNS):
             merged[name] = seen[name]
-        if known["rank"] < OUTCOME_RANK <= seen["rank"] and seen.get("received_at"):
-            # Known in progress, its outcome heard of now: a refund refused after the
-            # day it was asked on stays in progress there (the API gives no time for it).
-            merged["outcome_seen_at"] = known["outcome_seen_at"] or seen["received_at"]
     elif (
         newer
         and seen["confirmation"] == Confirmation.CONFIRMED.value

@@ -291,9 +291,6 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
     # settled judges its money; this one shows it pending whenever it is asked (a refund
     # is dated by its settlement once it has one).
     settles_later = and_(ctx.within(R.c.requested_at), R.c.settled_at >= ctx.end)
-    # Known in progress here, and its refusal (which has no time) heard of only past the
-    # date lag: in progress at the day's end too.
-    refused_later = and_(R.c.status == "NAO_REALIZADO", R.c.outcome_seen_at >= ctx.statement_end)
     rows = (
         select(
             ref_of.label("ref"),
@@ -308,17 +305,16 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             func.row_number()
             .over(partition_by=ref_of, order_by=(R.c.rank.desc(), R.c.id.desc()))
             .label("nth"),
-            settles_later.label("settles_later"),
-            or_(settles_later, refused_later).label("later"),
+            settles_later.label("later"),
         )
         .where(or_(ctx.within(refund_time(R)), settles_later))
         .subquery("rows")
     )
     r = (
         select(
-            *(c for c in rows.c if c.name not in ("nth", "rtr_id", "settles_later")),
+            *(c for c in rows.c if c.name not in ("nth", "rtr_id")),
             # A refund settled later is not matched to a line here: its line is its day's.
-            case((rows.c.settles_later, null()), else_=rows.c.rtr_id).label("rtr_id"),
+            case((rows.c.later, null()), else_=rows.c.rtr_id).label("rtr_id"),
         )
         .where(rows.c.nth == 1)
         .subquery("r")
@@ -352,7 +348,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             True,
             "a refund booked in the statement that was never notified nor polled",
         ),
-        (and_(r.c.later, ~booked), "pending", False, "refund still being processed"),
+        (r.c.later, "pending", False, "refund still being processed"),
         (
             and_(booked, s.c.cents != r.c.amount_cents),
             "amount_mismatch",

@@ -112,8 +112,9 @@ def _debited_before(
 
 def _over_later(ctx: RunContext) -> FromClause:
     """The keys of payouts of earlier days whose outcome came in this day (past the
-    earlier day's date lag) after they were seen processing, paid out and not debited by
-    then: their own day judged them still processing, so this day judges their money."""
+    earlier day's date lag) after they were seen processing before it, paid out and not
+    debited by then: their own day judged them still processing, so this day judges
+    their money."""
     M = table_of(AccountMovement)
     key = payout_key(M)
     since = ctx.start + ctx.judging.date_lag
@@ -122,6 +123,7 @@ def _over_later(ctx: RunContext) -> FromClause:
         .where(
             M.c.outcome_seen_at >= since,
             M.c.outcome_seen_at < ctx.statement_end,
+            M.c.processing_seen_at < since,
             is_payout(M),
             M.c.status.in_(PAID_OUT),
             payout_time(M) < ctx.start,
@@ -132,14 +134,17 @@ def _over_later(ctx: RunContext) -> FromClause:
 
 
 def _stood_processing(ctx: RunContext) -> FromClause:
-    """The keys of the day's payouts whose outcome came only past the day's date lag,
-    after they were seen processing, and that the statement had not debited by then."""
+    """The keys of the day's payouts seen processing by the end of the day's date lag
+    whose outcome came only after it, and that the statement had not debited by then.
+    Both are times of receipt: a day loaded or played after it happened received every
+    state after its end, and is judged by the states as they stand."""
     M = table_of(AccountMovement)
     key = payout_key(M)
     return (
         select(key.label("key"))
         .where(
             M.c.outcome_seen_at >= ctx.statement_end,
+            M.c.processing_seen_at < ctx.statement_end,
             is_payout(M),
             ctx.within(payout_time(M)),
             ~_debited_before(key, M.c.end_to_end_id, ctx.statement_end),

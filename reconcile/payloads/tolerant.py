@@ -51,6 +51,19 @@ def key_renamed(documented: str) -> str:
     return f"the business key under its documented name, {documented} (read from this one)"
 
 
+# Invisible characters a copy and paste leaves around an id, which str.strip() keeps: a
+# byte order mark, zero-width spaces and joiners, the word joiner.
+_INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
+
+
+def _unpadded(text: str) -> str:
+    return text.strip().strip(_INVISIBLE).strip()
+
+
+# What a field holding no value reads as: absent, ``null`` or empty.
+_SAYS_NOTHING: tuple[object, ...] = (None, "")
+
+
 def spelling(name: str) -> str:
     """A field name as senders vary it: case, underscores, whitespace."""
     return "".join(name.split()).replace("_", "").casefold()
@@ -298,16 +311,16 @@ class Tolerant(BaseModel):
         if not isinstance(data, dict) or not cls.KEYS:
             return data, []
         warnings: list[ItemWarning] = []
-        if any(name not in data for name in cls.KEYS):
+        if any(data.get(name) in _SAYS_NOTHING for name in cls.KEYS):
             data, warnings = cls._renamed_keys(data)
         padded = [
             name
             for name in cls.KEYS
-            if isinstance(data.get(name), str) and data[name] != data[name].strip()
+            if isinstance(data.get(name), str) and data[name] != _unpadded(data[name])
         ]
         if not padded:
             return data, warnings
-        trimmed = {**data, **{name: data[name].strip() for name in padded}}
+        trimmed = {**data, **{name: _unpadded(data[name]) for name in padded}}
         return trimmed, [
             *warnings,
             *(ItemWarning(pointer([name]), KEY_UNPADDED) for name in padded),
@@ -318,13 +331,16 @@ class Tolerant(BaseModel):
         """A key field missing under its documented name but present under another spelling
         of it (``endtoendid``, ``EndToEndID``, ``end_to_end_id``) is read from there: the
         key is as readable as ever, and refusing the delivery would have the provider
-        disable the webhook. Only when the documented name is absent, so the common
-        delivery pays one look-up per key field."""
-        wanted = {spelling(name): name for name in cls.KEYS if name not in data}
+        disable the webhook. Only when the documented name is absent or says nothing
+        (``null``, ``""``), so the common delivery pays one look-up per key field."""
+        wanted = {spelling(name): name for name in cls.KEYS if data.get(name) in _SAYS_NOTHING}
         found = {
             wanted[spelling(given)]: given
             for given in data
-            if isinstance(given, str) and spelling(given) in wanted
+            if isinstance(given, str)
+            and given not in cls.KEYS
+            and spelling(given) in wanted
+            and data[given] not in _SAYS_NOTHING
         }
         if not found:
             return data, []

@@ -176,16 +176,26 @@ def test_malformed_bodies_get_problem_json_and_store_nothing(
 def test_a_text_body_that_does_not_decode_says_why_beside_its_type(
     running_node: RunningNode,
 ) -> None:
-    latin1 = json.dumps({"pix": [pix(pagador={"nome": "José"})]}, ensure_ascii=False)
     response = running_node.http.post(
         "/webhooks/qrcode/pix",
-        content=latin1.encode("iso-8859-1"),
-        headers={"content-type": "text/plain; charset=utf-8"},
+        content=b'{"pix":',
+        headers={"content-type": "text/plain; charset=utf-32"},
     )
     assert response.status_code == 415
     detail = response.json()["detail"]
     assert "got text/plain" in detail
     assert "the charset its Content-Type declares" in detail
+
+
+def test_iso_8859_1_declared_as_utf_8_is_read(running_node: RunningNode) -> None:
+    body = pix(pagador={"nome": "José"})
+    latin1 = json.dumps({"pix": [body]}, ensure_ascii=False)
+    response = running_node.http.post(
+        "/webhooks/qrcode/pix",
+        content=latin1.encode("iso-8859-1"),
+        headers={"content-type": "text/plain; charset=utf-8"},
+    )
+    assert response.status_code == 200, response.text
 
 
 @pytest.mark.parametrize(

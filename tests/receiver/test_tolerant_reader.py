@@ -232,22 +232,36 @@ def test_a_pix_of_unreadable_amount_takes_the_apis_at_confirmation(
     }
 
 
-@pytest.mark.parametrize(
-    ("encoding", "declared"),
-    [("utf-8", "application/json; charset=utf-8"), ("utf-16-le", "application/json")],
-)
 def test_bytes_that_are_not_text_in_their_encoding_are_malformed(
-    engine: Engine, client: InProcess, encoding: str, declared: str
+    engine: Engine, client: InProcess
 ) -> None:
     # A lone surrogate written as a JSON escape is text JSON allows, and is mended
-    # (test_text_and_keys.py); encoded as bytes, in the charset declared or in the one
-    # JSON's encodings tell apart, it decodes to no text at all.
+    # (test_text_and_keys.py); encoded as UTF-16 bytes, the encoding JSON's first bytes
+    # tell, it decodes to no text at all.
     text = json.dumps({"pix": [{"endToEndId": e2e_id(1), "infoPagador": "\ud800"}]})
-    body = text.replace("\\ud800", "\ud800").encode(encoding, "surrogatepass")
-    response = client.post("/webhooks/qrcode/pix", content=body, headers={"content-type": declared})
+    body = text.replace("\\ud800", "\ud800").encode("utf-16-le", "surrogatepass")
+    response = client.post(
+        "/webhooks/qrcode/pix", content=body, headers={"content-type": "application/json"}
+    )
     assert response.status_code == 400
     assert response.json()["type"].endswith("malformed-json")
     assert _counts(engine) == (0, 0, 0)
+
+
+def test_bytes_that_are_not_utf_8_though_declared_so_are_read_as_iso_8859_1(
+    engine: Engine, client: InProcess
+) -> None:
+    # The key is ASCII whatever the rest: refused, the delivery would be retried as it
+    # is until the provider disabled the webhook. The body is kept as it came.
+    text = json.dumps({"pix": [pix(e2e=e2e_id(1), infoPagador="\ud800")]})
+    body = text.replace("\\ud800", "\ud800").encode("utf-8", "surrogatepass")
+    response = client.post(
+        "/webhooks/qrcode/pix",
+        content=body,
+        headers={"content-type": "application/json; charset=utf-8"},
+    )
+    assert response.status_code == 200, response.text
+    assert f"pix:{e2e_id(1)}" in _items(engine)
 
 
 def test_text_no_column_can_hold_is_flagged_not_fatal(engine: Engine, client: InProcess) -> None:
@@ -625,12 +639,13 @@ def test_a_breakdown_of_the_amount_that_cannot_be_read_is_flagged(
     assert _process_pending(sqlite_engine) == []
 
 
-@pytest.mark.parametrize("body", [b'{"pix": []}', b'{"pix": [] }'], ids=["odd", "even"])
+@pytest.mark.parametrize("body", [b'{"pix": [', b'{"pix": [ '], ids=["odd", "even"])
 def test_a_body_refused_in_its_declared_charset_says_which_charset(
     sqlite_engine: Engine, body: bytes
 ) -> None:
-    """UTF-8 sent as ``charset=utf-16``: the operator must learn the body was read in the
-    declared charset, not that the JSON is broken."""
+    """Broken UTF-8 JSON sent as ``charset=utf-16``: JSON neither in the declared charset
+    nor as JSON tells its own, and the operator must learn the body was read in the
+    declared charset first."""
     with receiver(sqlite_engine) as client:
         response = client.post(
             "/webhooks/qrcode/pix",
@@ -642,6 +657,20 @@ def test_a_body_refused_in_its_declared_charset_says_which_charset(
     assert "utf-16" in detail, detail
     assert "the charset its Content-Type declares" in detail, detail
     assert _counts(sqlite_engine) == (0, 0, 0)
+
+
+def test_json_in_another_charset_than_declared_is_read(sqlite_engine: Engine) -> None:
+    """UTF-8 JSON sent as ``charset=utf-16``: read as JSON tells its own encoding."""
+    e2e = e2e_id(7)
+    body = json.dumps({"pix": [pix(e2e=e2e, pagador={"nome": "João"})]}, ensure_ascii=False)
+    with receiver(sqlite_engine) as client:
+        response = client.post(
+            "/webhooks/qrcode/pix",
+            content=body.encode("utf-8"),
+            headers={"content-type": "application/json; charset=utf-16"},
+        )
+    assert response.status_code == 200, response.text
+    assert f"pix:{e2e}" in _items(sqlite_engine)
 
 
 def test_a_pix_without_its_key_but_with_a_keyed_refund_is_answered_200(

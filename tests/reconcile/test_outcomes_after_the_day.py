@@ -1,8 +1,7 @@
 """A day is judged as things stood at its end. A payout still processing at midnight whose
 outcome came the next day stays pending on its own day, whenever that day is asked again;
 the day its outcome came judges its money against that day's statement. A refund in
-progress at midnight, settled or refused the next day, likewise. On SQLite and
-PostgreSQL."""
+progress at midnight and settled the next day likewise. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -131,6 +130,20 @@ def test_an_outcome_inside_the_day_or_its_date_lag_is_the_days_own(engine: Engin
     assert next_day.verdict == DayVerdict.RECONCILED
 
 
+def test_a_day_played_after_it_happened_is_judged_as_its_payouts_stand(engine: Engine) -> None:
+    """Every state received after the day (a day loaded later, a simulated one): nothing
+    says the payout still stood processing at the day's end, so its outcome is the day's."""
+    book = DayBook(engine, DAY)
+    book.transfer(book.payout_data(ORDINARY, 10_000, "10:00"))
+    book.line("PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=ORDINARY)
+    book.transfer(book.payout_data(KEY, 25_000, "22:00", status="PROCESSING"))
+    book.transfer(book.payout_data(KEY, 25_000, "22:00", status="REJECTED"))
+    book.confirm_all_movements()
+    result = reconcile_day(engine, DAY, now=_after(DAY))
+    assert verdicts_of(engine, result)[("payout", KEY)].status == "rejected"
+    assert result.verdict == DayVerdict.RECONCILED
+
+
 def test_a_payout_first_heard_of_settled_is_judged_as_it_stands(engine: Engine) -> None:
     """Nothing said it was processing (its notification was lost, polling found it days
     later): its day judges it as the provider states it, and its missing debit is a break."""
@@ -182,17 +195,6 @@ def _first_refund_day(engine: Engine) -> tuple[DayBook, NightlyResult]:
     pending = verdicts_of(engine, first)[("movement", RTR)]
     assert (pending.status, pending.reason) == ("pending", "refund still being processed")
     return book, first
-
-
-def test_a_refund_refused_the_next_day_stays_pending_on_its_own_day(engine: Engine) -> None:
-    book, first = _first_refund_day(engine)
-    following = book.next_day()
-    _refund(book, "NAO_REALIZADO", following.day, "09:00")
-
-    again = reconcile_day(engine, DAY, now=_after(following.day))
-    assert again.verdict == first.verdict
-    still = verdicts_of(engine, again)[("movement", RTR)]
-    assert (still.status, still.reason) == ("pending", "refund still being processed")
 
 
 def test_a_refund_refused_within_the_day_is_the_days_own(engine: Engine) -> None:
