@@ -95,6 +95,7 @@ def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[
             ref=row["ref"],
             today=today,
             deadline=deadlines.get(row["ref"]) if row["subject"] == "infraction" else None,
+            reason=row["reason"],
         )
     # Ages count to today here: this is the work queue, not a day's report.
     add_lifecycle(session, rows, as_of=today)

@@ -77,6 +77,11 @@ def _give_back(what: str, refund_by: date | None, today: date | None) -> str:
     return f"refund {what} before {br_date(refund_by)}"
 
 
+ITEMISED_OTHERWISE = "the Pix itemised"
+"""How a due-date charge's reason begins to say that the Pix's own breakdown
+(``componentesValor``) disagrees with the charge's terms (``matching/amount_due.py``)."""
+
+
 def suggested_action(
     subject: str,
     status: str,
@@ -86,13 +91,22 @@ def suggested_action(
     ref: str = "",
     today: date | None = None,
     deadline: datetime | None = None,
+    reason: str | None = None,
 ) -> str:
     """In words, what a person does about the exception. ``today``: when a person reads
     it (the lists they work from), so that money whose last day to be refunded has passed
-    is paid back instead; without it, as of the day judged."""
+    is paid back instead; without it, as of the day judged. ``reason``: the verdict's,
+    which says when the Pix itemised another amount than the charge's terms."""
     gap = abs((actual or 0) - (expected or 0))
     if subject == "movement" and ref.startswith(RETURN_REF):
         return _about_a_return(status, expected, actual)
+    if subject == "charge" and reason is not None and ITEMISED_OTHERWISE in reason:
+        # Which amount was due is in doubt: asking the payer for more, or giving some
+        # back, before the provider answers would act on a figure that may be wrong.
+        return (
+            f"ask the provider which amount was due on the charge of {brl(expected)} (the "
+            "Pix itemised another), before asking the payer for more or giving any back"
+        )
     if subject == "charge":
         if status == "overpaid":
             return _give_back(f"{brl(gap)} of the overpaid {brl(actual)}", refund_by, today)

@@ -338,6 +338,7 @@ def _described(
                     ref=row.ref,
                     today=as_of,
                     deadline=deadlines.get(row.ref) if row.subject == "infraction" else None,
+                    reason=row.reason,
                 )
             ),
             **dict.fromkeys(REFERENCE_FIELDS),

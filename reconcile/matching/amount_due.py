@@ -19,6 +19,7 @@ from typing import Any, Final
 from sqlalchemy import func, select
 from sqlmodel import Session
 
+from reconcile import actions
 from reconcile.db import table_of
 from reconcile.formats import brl
 from reconcile.logs import get_logger
@@ -354,7 +355,7 @@ def flag_disagreeing_components(session: Session, ctx: RunContext) -> None:
                 .values(
                     exception=True,
                     priority=2,
-                    reason=f"{reason}; the Pix's componentesValor say {brl(stated)} was "
-                    f"due, the charge's terms give {brl(due)}: ask the provider",
+                    reason=f"{reason}; {actions.ITEMISED_OTHERWISE} {brl(stated)} as due "
+                    f"(its componentesValor), the charge's terms give {brl(due)}",
                 )
             )

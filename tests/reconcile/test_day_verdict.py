@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select
 
+from reconcile.cases import case_rows
 from reconcile.confirmation import confirm_pending_movements
 from reconcile.db import session_scope
 from reconcile.inbox import store_items
@@ -644,8 +645,14 @@ def test_a_pix_whose_own_breakdown_disagrees_with_the_terms_is_raised(engine: En
     differs = verdicts[("charge", "cobv:cobvbreakdowndiffers00000001")]
     assert (differs.status, differs.exception) == ("paid", True)
     assert (
-        "componentesValor say R$ 106,00 was due, the charge's terms give R$ 107,00"
-        in differs.reason
+        "the Pix itemised R$ 106,00 as due (its componentesValor), the charge's terms give "
+        "R$ 107,00" in differs.reason
+    )
+    with session_scope(engine) as session:
+        (case,) = [c for c in case_rows(session, day=PAST) if c["ref"].endswith("differs00000001")]
+    assert case["action"] == (
+        "ask the provider which amount was due on the charge of R$ 107,00 (the Pix itemised "
+        "another), before asking the payer for more or giving any back"
     )
 
 
