@@ -9,30 +9,18 @@ import io
 import json
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import structlog
 from sqlalchemy import select
 
 from reconcile.db import session_scope
-from reconcile.logs import configure_logging
 from reconcile.models import InboxItem, QuarantinedDelivery, WebhookDelivery
 from tests.conftest import SECRET, RunningNode
 from tests.factories import e2e_id, pix
 
 CPF = "98765432100"
-
-
-@pytest.fixture
-def json_logs() -> Iterator[io.StringIO]:
-    saved = structlog.get_config()
-    stream = io.StringIO()
-    configure_logging("DEBUG", json=True, stream=stream)
-    yield stream
-    structlog.configure(**saved)
 
 
 def _lines(stream: io.StringIO) -> list[dict[str, Any]]:

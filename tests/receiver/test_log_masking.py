@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 
-import pytest
-import structlog
-
-from reconcile.logs import configure_logging, get_logger
+from reconcile.logs import get_logger
 from tests.conftest import RunningNode
 from tests.factories import pix
 from tests.receiver.test_notification_kinds import load
@@ -17,15 +13,6 @@ from tests.receiver.test_notification_kinds import load
 CPF = "12345678909"
 CNPJ = "11222333000181"
 NAMES = ["Fulana de Tal", "Loja Exemplo LTDA", "Fornecedor Um"]
-
-
-@pytest.fixture
-def json_logs() -> Iterator[io.StringIO]:
-    saved = structlog.get_config()
-    stream = io.StringIO()
-    configure_logging("DEBUG", json=True, stream=stream)
-    yield stream
-    structlog.configure(**saved)
 
 
 def test_personal_data_is_masked_in_every_log_line(

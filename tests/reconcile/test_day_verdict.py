@@ -368,6 +368,19 @@ def test_a_due_date_charge_paid_late_with_its_fine_and_interest_is_paid(engine: 
     assert (short.status, short.expected_cents, short.actual_cents) == ("underpaid", 10_700, 10_000)
 
 
+def _late_terms_cobv(book: DayBook, txid: str, due: date) -> None:
+    """A due-date charge of R$ 100,00 with a 2 % fine and 1 % interest a day once late."""
+    book.charge(
+        "cobv",
+        txid,
+        10_000,
+        "08:00",
+        LATE_TERMS,
+        dataDeVencimento=due.isoformat(),
+        validadeAposVencimento=30,
+    )
+
+
 def test_a_due_date_charge_unpaid_on_its_day_keeps_the_amount_it_owed_then(
     engine: Engine,
 ) -> None:
@@ -376,15 +389,7 @@ def test_a_due_date_charge_unpaid_on_its_day_keeps_the_amount_it_owed_then(
     book = DayBook(engine, PAST)
     _clean_day(book)
     txid = "cobvpaidthreedayslater000001"
-    book.charge(
-        "cobv",
-        txid,
-        10_000,
-        "08:00",
-        LATE_TERMS,
-        dataDeVencimento=PAST.isoformat(),
-        validadeAposVencimento=30,
-    )
+    _late_terms_cobv(book, txid, PAST)
     first = reconcile_day(engine, PAST, now=AFTER)
     unpaid = verdicts_of(engine, first)[("charge", f"cobv:{txid}")]
     assert (unpaid.status, unpaid.expected_cents) == ("unpaid", 10_000)
@@ -410,15 +415,7 @@ def test_a_due_date_charge_paid_again_later_leaves_its_paid_day_alone(engine: En
     book = DayBook(engine, PAST)
     _clean_day(book)
     txid = "cobvpaidontimethenagain00001"
-    book.charge(
-        "cobv",
-        txid,
-        10_000,
-        "08:00",
-        LATE_TERMS,
-        dataDeVencimento=(PAST + timedelta(days=5)).isoformat(),
-        validadeAposVencimento=30,
-    )
+    _late_terms_cobv(book, txid, PAST + timedelta(days=5))
     e2e = book.pix(
         10_000, "12:00", txid=txid, webhook=False, components={"original": {"valor": "100.00"}}
     )
