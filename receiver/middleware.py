@@ -89,20 +89,19 @@ class RequestContextMiddleware:
         request_id = incoming if 0 < len(incoming) <= 64 and incoming.isprintable() else ""
         request_id = request_id or self.ids.next()
         scope.setdefault("state", {})["request_id"] = request_id
-        started = time.perf_counter()
+        began = time.perf_counter()
         path: str = scope["path"]
-
-        started = False
+        answering = False
 
         async def send_with_id(message: Message) -> None:
-            nonlocal started
+            nonlocal answering
             if message["type"] == "http.response.start":
-                started = True
+                answering = True
                 message.setdefault("headers", [])
                 message["headers"].append((_HEADER, request_id.encode()))
                 if path.startswith("/webhooks/"):
                     self.metrics.answered(
-                        route_label(scope), message["status"], time.perf_counter() - started
+                        route_label(scope), message["status"], time.perf_counter() - began
                     )
             await send(message)
 
@@ -115,7 +114,7 @@ class RequestContextMiddleware:
             # One line, and only the error's type: the message of a database error holds
             # the parameters it was given, a delivery's body among them.
             log.error("unexpected_error", route=route_label(scope), error=type(exc).__name__)
-            if started:
+            if answering:
                 return  # too late for an answer; the server closes the connection
             answer = problem_response(unexpected(), request_id)
             await answer(scope, receive, send_with_id)

@@ -158,6 +158,8 @@ def test_receiver_and_worker_export_every_family(
     assert delta("pixrecon_inbox_items_total", route=route, outcome="new") == 3
     assert delta("pixrecon_inbox_items_total", route=route, outcome="duplicate") == 1
     assert delta("pixrecon_webhook_ack_seconds_count", route=route) == 3
+    # Each took well under the 2.5 s bucket: a time measured from the request's start.
+    assert delta("pixrecon_webhook_ack_seconds_bucket", route=route, le="2.5") == 3
     assert delta("pixrecon_dispatch_total", origin="receiver", outcome="sent") == 3
     assert value(receiver, "pixrecon_receiver_commit_batch_deliveries_count") >= 2
 
