@@ -52,18 +52,34 @@ def _zlib_header(body: bytes) -> bool:
     return len(body) >= 2 and body[0] & 0x0F == 8 and (body[0] << 8 | body[1]) % 31 == 0
 
 
-def decode_body(request: Request, body: bytes, max_bytes: int) -> bytes:
+def decode_body(request: Request, body: bytes, max_bytes: int, flags: list[str]) -> bytes:
     """The body as its sender wrote it, when it came compressed (``Content-Encoding``:
     ``gzip`` or ``deflate``): some HTTP clients compress what they post. Codings listed
     together (``gzip, identity``) were applied in that order and are undone in reverse;
     ``identity`` changes nothing. The limit counts what decompresses, read no further than
-    one byte past it, so a small bomb is refused without being inflated."""
+    one byte past it, so a small bomb is refused without being inflated. A body that is
+    not compressed but plainly JSON is read as it came, and ``flags`` says so."""
     header = request.headers.get("content-encoding", "")
     codings = [c.strip().lower() for c in header.split(",")]
     codings = [c for c in codings if c not in ("", "identity")]
     for encoding in reversed(codings):
-        body = _inflate(body, encoding, max_bytes)
+        try:
+            body = _inflate(body, encoding, max_bytes)
+        except Problem as problem:
+            # A sender that labels what it did not compress (a proxy that removed the
+            # compression, a client setting the header by default): the JSON is readable.
+            if problem.status != 400 or not _plain_json(body):
+                raise
+            flags.append(
+                f"a body compressed as its Content-Encoding says, {encoding} (it came uncompressed)"
+            )
+            break
     return body
+
+
+def _plain_json(body: bytes) -> bool:
+    start = body.removeprefix(codecs.BOM_UTF8).lstrip()[:1]
+    return start in (b"{", b"[")
 
 
 def _inflate(body: bytes, encoding: str, max_bytes: int) -> bytes:
@@ -138,13 +154,31 @@ def _codec(charset: str | None) -> str | None:
     return codec.name if getattr(codec, "_is_text_encoding", True) else None
 
 
-def _text(body: bytes, charset: str | None) -> str:
+# Charsets of one byte a character: any bytes decode in them, so a wrong declaration never
+# fails, it only garbles every accented letter.
+_SINGLE_BYTE = frozenset(("iso8859-1", "cp1252", "iso8859-15", "latin-1"))
+
+
+def _text(body: bytes, charset: str | None, flags: list[str]) -> str:
     """The body as JSON text: in the declared charset if there is one, else as JSON's own
     encodings are told apart (UTF-8, with or without a byte order mark, UTF-16, UTF-32).
     Bytes that are not UTF-8 under no declared charset are read as ISO-8859-1, as older
     Brazilian systems send them: every business key is ASCII, so reading the rest that way
     loses no notification, and the raw body is kept as it came."""
     declared = _codec(charset)
+    if declared in _SINGLE_BYTE and not body.isascii():
+        # Text of another charset is almost never valid UTF-8 with letters beyond ASCII;
+        # a UTF-8 body sent under ISO-8859-1's name is: read so, "João" stays "João".
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            flags.append(
+                f"a body in the charset its Content-Type declares, {declared} (read as UTF-8,"
+                " which its bytes are)"
+            )
+            return text
     if declared is not None and declared != "utf-8":
         return body.decode(declared)
     encoding = json.detect_encoding(body)
@@ -156,22 +190,79 @@ def _text(body: bytes, charset: str | None) -> str:
         return body.decode("iso-8859-1")
 
 
-def _loads(text: str) -> Any:
+class _Members:
+    """``object_pairs_hook`` for one document: an object with a member named twice
+    (``{"pix": [A], "pix": [B]}``) is read with the arrays joined, every other value the
+    last one, and the names are noted: JSON leaves repeated names undefined, and reading
+    only the last array would lose a Pix without a word."""
+
+    def __init__(self) -> None:
+        self.repeated: set[str] = set()
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found = dict(pairs)
+        if len(found) == len(pairs):
+            return found
+        found = {}
+        for name, value in pairs:
+            if name in found:
+                self.repeated.add(name)
+                before = found[name]
+                if isinstance(before, list) and isinstance(value, list):
+                    value = [*before, *value]
+            found[name] = value
+        return found
+
+
+def _loads(text: str, flags: list[str]) -> Any:
     # Numbers become Decimal so that 110.10 stays 110.10 (money is never float).
     # ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON, though Python reads them: kept
     # as their text they are an amount that cannot be read (flagged on the item), and the
     # item's stored payload stays JSON that any reader parses.
+    members = _Members()
     try:
-        return json.loads(text, parse_float=Decimal, parse_constant=str)
+        document = json.loads(
+            text, parse_float=Decimal, parse_constant=str, object_pairs_hook=members
+        )
     except ValueError:
-        # An integer of more digits than Python converts by default (4,300) is valid JSON,
-        # and an amount too large to be money: read as a Decimal it is flagged, not
-        # refused. Tried only after a failure, so that the common body pays nothing; a
-        # body that is not JSON fails here too, with the parser's own message.
-        return json.loads(text, parse_float=Decimal, parse_int=Decimal, parse_constant=str)
+        document = _loads_leniently(text, flags, members)
+    if members.repeated:
+        # Names a sender made up are no business of a log or a metric: a few, cut short.
+        names = ", ".join(sorted(name[:40] for name in members.repeated)[:5])
+        flags.append(
+            f"objects with each member once ({names} repeated: arrays were joined, otherwise"
+            " the last was read)"
+        )
+    return document
 
 
-def parse_json(request: Request, body: bytes) -> Any:
+def _loads_leniently(text: str, flags: list[str], members: _Members) -> Any:
+    """Tried only after a failure, so that the common body pays nothing. An integer of
+    more digits than Python converts by default (4,300) is valid JSON, and an amount too
+    large to be money: read as a Decimal it is flagged, not refused. A tab or a line break
+    written raw inside a string (``"infoPagador": "pedido<LF>123"``) is no JSON, but its
+    meaning is plain: read, and flagged. A body that is not JSON either fails here, with
+    the parser's own message."""
+    lenient = {"parse_float": Decimal, "parse_int": Decimal, "parse_constant": str}
+    try:
+        return json.loads(text, object_pairs_hook=members, **lenient)
+    except ValueError as first:
+        try:
+            document = json.loads(
+                text,
+                strict=False,
+                object_pairs_hook=members,
+                **lenient,
+            )
+        except ValueError:
+            raise first from None
+    flags.append("JSON strings without raw control characters (read as written)")
+    return document
+
+
+def parse_json(request: Request, body: bytes, flags: list[str]) -> Any:
+    """The body's JSON document; what about it was not as HTTP and JSON say, but readable
+    all the same, is added to ``flags`` (one phrase each, flagged on every item)."""
     content_type = request.headers.get("content-type", "")
     media_type, _, params = content_type.partition(";")
     media_type = media_type.strip().lower()
@@ -189,8 +280,8 @@ def parse_json(request: Request, body: bytes) -> Any:
         return {}
     try:
         try:
-            text = _text(body, charset)
-            document = _loads(text)
+            text = _text(body, charset, flags)
+            document = _loads(text, flags)
         except (UnicodeDecodeError, ValueError) as first:
             if _codec(charset) in (None, "utf-8"):
                 raise
@@ -198,8 +289,8 @@ def parse_json(request: Request, body: bytes) -> Any:
             # tells its own encoding, and every business key is ASCII. Refused, the
             # delivery would be retried as it is until the provider disabled the webhook.
             try:
-                text = _text(body, None)
-                document = _loads(text)
+                text = _text(body, None, flags)
+                document = _loads(text, flags)
             except (UnicodeDecodeError, ValueError):
                 raise first from None
     except RecursionError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Engine
@@ -22,7 +22,7 @@ from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.inbox import Delivery, NewItem
 from reconcile.logs import get_logger
 from reconcile.models import stored_route
-from reconcile.payloads import PayloadInvalid
+from reconcile.payloads import ItemWarning, PayloadInvalid
 from reconcile.settings import Settings
 
 log = get_logger(__name__)
@@ -74,14 +74,17 @@ def webhook_endpoint(ctx: ReceiverContext, auth: WebhookAuth, parse: Parse) -> W
             body = await read_body(request, ctx.settings.max_body_bytes)
             auth.check_body(request, body)
             authenticated = True
-            body = decode_body(request, body, ctx.settings.max_body_bytes)
-            document = parse_json(request, body)
+            flags: list[str] = []
+            body = decode_body(request, body, ctx.settings.max_body_bytes, flags)
+            document = parse_json(request, body, flags)
             try:
                 items = parse(document, request)
             except PayloadInvalid as exc:
                 raise Problem(
                     400, "invalid-notification", exc.detail, violations=exc.violations
                 ) from None
+            if flags:
+                items = flagged(items, flags)
             return await _accept(ctx, request, auth, redacted, body, items)
         except Problem as problem:
             if problem.status != 503 and problem.slug != CLIENT_GONE:
@@ -106,6 +109,20 @@ def webhook_endpoint(ctx: ReceiverContext, auth: WebhookAuth, parse: Parse) -> W
             raise
 
     return WebhookRoute(endpoint)
+
+
+def flagged(items: list[NewItem], flags: list[str]) -> list[NewItem]:
+    """Every item of a body that was read otherwise than HTTP and JSON say (compressed in
+    name only, in another charset than declared, with repeated member names) carries it,
+    at the body's root: it is the whole delivery's, and the raw body shows it."""
+    said = "; ".join(dict.fromkeys(flags))
+
+    def with_flag(item: NewItem) -> NewItem:
+        root = next((w for w in item.warnings if w.pointer == "/"), None)
+        first = ItemWarning("/", said if root is None else f"{root.expected}; {said}")
+        return replace(item, warnings=(first, *(w for w in item.warnings if w.pointer != "/")))
+
+    return [with_flag(item) for item in items]
 
 
 # Array indexes would make a label value per position; the field is what matters.

@@ -192,11 +192,15 @@ def _accounts_body() -> dict[str, Any]:
 
 
 def build_openapi(secret_header: str) -> dict[str, Any]:
-    pix = _webhook(
-        "BCB Pix callback (Pix received and their refunds)",
-        _family_body(
-            "pix", "PixItem", PIX_FIELDS, "the BCB body, and the shapes real deliveries also use"
-        ),
+    pix_body = _family_body(
+        "pix", "PixItem", PIX_FIELDS, "the BCB body, and the shapes real deliveries also use"
+    )
+    pix = _webhook("BCB Pix callback (Pix received and their refunds)", pix_body)
+    bare = _webhook(
+        "the registered URL itself: the Pix callback; recurrences or recurring charges when"
+        ' the body wraps them ({"recs": ...}, {"cobsr": ...}) or the query string ends in'
+        " /rec or /cobr (a URL registered as .../webhooks/qrcode?ignorar=)",
+        pix_body,
     )
     accounts = _webhook(
         "Accounts API notification; unknown types are stored as unsupported", _accounts_body()
@@ -241,7 +245,7 @@ def build_openapi(secret_header: str) -> dict[str, Any]:
         "info": {"title": "pixrecon receiver", "version": "1"},
         "paths": {
             "/webhooks/qrcode/pix": pix,
-            "/webhooks/qrcode": pix,
+            "/webhooks/qrcode": bare,
             "/webhooks/qrcode/rec": _webhook(
                 "Pix Automático recurrences",
                 _family_body(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import date, datetime
 
 from reconcile.formats import br_date, brl, sp_time
+from reconcile.timeutil import BUSINESS_TZ, as_utc
 
 # Which field of the thing disagrees between the sources, by status.
 AMOUNT_STATUSES = ("amount_mismatch", "underpaid", "overpaid", "paid_twice")
@@ -21,6 +22,9 @@ def differs(status: str) -> str:
 
 # The ``ref`` of a payout return's verdict (``reconcile.matching.payouts``).
 RETURN_REF = "return:"
+# That of a Pix credit the accounts API notified (``RECEIVE``), by its reference there
+# (``reconcile.matching.credits``).
+CREDIT_REF = "credit:"
 # The ``ref`` of a bridge category's difference no item explains (``…matching.bridge``).
 UNEXPLAINED_REF = "bridge:"
 
@@ -109,7 +113,8 @@ def suggested_action(
         )
     if subject == "charge":
         if status == "overpaid":
-            return _give_back(f"{brl(gap)} of the overpaid {brl(actual)}", refund_by, today)
+            # What was paid over what was due: the payer's money to give back.
+            return _give_back(f"the {brl(gap)} paid over the {brl(expected)} due", refund_by, today)
         if status == "paid_twice":
             return _give_back(f"the second payment ({brl(gap)})", refund_by, today)
         if status == "underpaid":
@@ -126,6 +131,12 @@ def suggested_action(
         if status == "unconfirmed_webhook":
             # Only the notification names an amount; the API stands behind none.
             notified = actual if actual is not None else expected
+            if ref.startswith("D"):
+                # A refund's rtrId: money said to have left, which nobody stands behind.
+                return (
+                    f"ask the provider about the refund of {brl(notified)}: its API does not "
+                    "know it, so it is not counted as sent"
+                )
             return f"do not deliver: the provider does not know this payment of {brl(notified)}"
         if status == "missing_webhook":
             # Nobody notified it: the statement's amount is the only one.
@@ -154,6 +165,13 @@ def suggested_action(
     if subject == "infraction":
         if status == "open_case":
             # The provider's analysis deadline (``med_deadlines``): the day finance acts by.
+            ended = deadline is not None and as_utc(deadline).astimezone(BUSINESS_TZ).date()
+            if ended and today is not None and today > ended:
+                # Answering is no longer possible: what is left is learning the outcome.
+                return (
+                    f"ask the provider how the MED case was decided: the time to answer it "
+                    f"ended on {sp_time(deadline)}, and {brl(expected)} may have been debited"
+                )
             by = f"by {sp_time(deadline)}" if deadline is not None else "before its deadline"
             return f"answer the MED case {by}: {brl(expected)} may be debited"
         if status == "debit_without_case":

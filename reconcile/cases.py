@@ -285,7 +285,11 @@ def iter_case_rows(
     if run_id is not None:
         stmt = stmt.where(cases.c.last_seen_run_id == run_id)
     if by_priority:
-        stmt = stmt.order_by(priority, cases.c.business_date, cases.c.subject, cases.c.ref)
+        # As the dashboard's work queue: the most urgent, then the most money, first.
+        amount = func.coalesce(items.c.actual_cents, items.c.expected_cents, 0)
+        stmt = stmt.order_by(
+            priority, amount.desc(), cases.c.business_date, cases.c.subject, cases.c.ref
+        )
     else:
         stmt = stmt.order_by(cases.c.business_date, cases.c.id)
     if limit is not None:

@@ -19,6 +19,7 @@ from reconcile.metrics import CONFIRMATIONS
 from reconcile.models import AccountMovement, Confirmation, PixReceived, PixRefund
 from reconcile.money import InvalidAmount, parse_amount, to_cents
 from reconcile.payloads.pix import api_pix_items
+from reconcile.payloads.tolerant import read_timestamp
 from reconcile.polling.store import OnNew, store_polled
 from reconcile.provider.errors import (
     AuthenticationFailed,
@@ -54,6 +55,7 @@ class Unverifiable(Exception):
 
 PAID_OUT = frozenset({"LIQUIDATED", "PARTIALLY_REFUNDED", "REFUNDED"})
 NOT_PAID = frozenset({"REJECTED", "CANCELED"})
+RETURNED = frozenset({"PARTIALLY_REFUNDED", "REFUNDED"})
 
 
 def _outcomes_differ(notified: object, stated: object) -> bool:
@@ -345,16 +347,57 @@ def confirm_pending_pix(
     limit: int = 100,
     listed_until: datetime | None = None,
 ) -> ConfirmReport:
-    return confirm_pending(
+    stated: dict[str, object] = {}
+
+    def lookup(due: Due) -> int:
+        e2e = due.fields["end_to_end_id"]
+        found = api.get_pix(e2e)
+        stated[e2e] = found.get("horario")
+        return money_cents(found.get("valor"))
+
+    report = confirm_pending(
         engine,
         PixReceived,
-        lambda due: money_cents(api.get_pix(due.fields["end_to_end_id"]).get("valor")),
+        lookup,
         grace=grace,
         extra_columns=("end_to_end_id",),
         limit=limit,
         amount_from_api=True,
         listed_until=listed_until,
     )
+    take_api_times(engine, stated)
+    return report
+
+
+def take_api_times(engine: Engine, stated: dict[str, object]) -> int:
+    """The time the provider's API states for each Pix (``horario``), where the stored one
+    came otherwise (a webhook's clock, seconds off): the API decides which day a Pix is
+    of, as it decides its amount. A time the API states unreadably changes nothing.
+    Returns how many rows changed."""
+    readable = {e2e: (when, raw) for e2e, raw in stated.items() if (when := read_timestamp(raw))}
+    if not readable:
+        return 0
+    changed = 0
+    keys = sorted(readable)
+    with session_scope(engine) as session:
+        for at in range(0, len(keys), LISTED_CHUNK):
+            chunk = keys[at : at + LISTED_CHUNK]
+            stored = session.execute(
+                select(col(PixReceived.end_to_end_id), col(PixReceived.horario)).where(
+                    col(PixReceived.end_to_end_id).in_(chunk)
+                )
+            ).all()
+            for e2e, horario in stored:
+                when, raw = readable[e2e]
+                if horario is not None and as_utc(horario) == when:
+                    continue
+                session.execute(
+                    update(PixReceived)
+                    .where(col(PixReceived.end_to_end_id) == e2e)
+                    .values(horario=when, horario_raw=str(raw)[:64])
+                )
+                changed += 1
+    return changed
 
 
 def confirm_pending_movements(
@@ -384,12 +427,18 @@ def confirm_pending_movements(
             return money_cents(pix.get_pix(e2e).get("valor")) if pix and e2e else None
         if kind == "REFUND" and e2e:
             try:
-                payments.get_payment(e2e)
+                found = payments.get_payment(e2e)
             except NotFound:
                 if pix is None:
                     raise
                 pix.get_pix(e2e)
-            # The refunded original is known; refund amounts are checked by reconciliation.
+                # The refunded Pix is known; refund amounts are checked by reconciliation.
+                return UNKNOWN_AMOUNT
+            # A return of a payout: the provider must state the payout returned, or list
+            # a return of it. Knowing the payout is not enough, or a forged return of a
+            # real payout would count as money back.
+            if found.get("status") not in RETURNED and not found.get("refunds"):
+                raise StatusDisagrees(str(found.get("status")))
             return UNKNOWN_AMOUNT
         return None
 
@@ -526,6 +575,7 @@ def confirm_listed(
             )
             _count(subject, found)
             report.extend(found)
+    take_api_times(engine, {e2e: pix.get("horario") for e2e, pix in by_e2e.items()})
     return report
 
 

@@ -26,7 +26,7 @@ from reconcile.models import (
 )
 from reconcile.payloads.refs import item_refs, ref_values
 from reconcile.payloads.tolerant import ItemWarning
-from reconcile.timeutil import utcnow
+from reconcile.timeutil import as_utc, utcnow
 
 
 def dump_json(value: Any) -> str:
@@ -138,7 +138,8 @@ def store_items(
     now: datetime | None = None,
 ) -> StoreResult:
     """Insert new items, count repeats of known ones; one statement for the whole batch."""
-    (result,) = _store_groups(session, [(delivery_id, items)], source, now or utcnow())
+    # In UTC, as every stored time: SQLite keeps a time's wall clock and drops its zone.
+    (result,) = _store_groups(session, [(delivery_id, items)], source, as_utc(now or utcnow()))
     return result
 
 

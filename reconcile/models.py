@@ -308,6 +308,11 @@ class AccountMovement(AccountMovementBase, LatestState, Confirmable, table=True)
         sa_type=UtcDateTime,
         description="when the processing state its outcome replaced had been received",
     )
+    first_seen_at: datetime | None = Field(
+        default=None,
+        sa_type=UtcDateTime,
+        description="when the first notification or poll of it was received",
+    )
 
 
 class PayoutReturnBase(SQLModel):

@@ -33,6 +33,7 @@ from reconcile.matching.bridge import (
 )
 from reconcile.matching.charges import match_charges
 from reconcile.matching.context import Judging, RunContext
+from reconcile.matching.credits import match_notified_credits
 from reconcile.matching.infractions import match_infractions, med_exposure
 from reconcile.matching.judgement import (
     DayVerdict,
@@ -67,6 +68,7 @@ MATCHERS: list[tuple[str, Callable[[Session, RunContext], None]]] = [
     ("amounts due", flag_disagreeing_components),
     ("payouts", match_payouts),
     ("payout returns", match_payout_returns),
+    ("credits notified", match_notified_credits),
     ("infractions", match_infractions),
 ]
 # Statement lines nobody explains, and the bridge's figures from the source tables: they

@@ -80,6 +80,15 @@ def succeeded(session: Session, name: str, *, now: datetime, window_end: datetim
     session.execute(update(ScheduledJob).where(col(ScheduledJob.name) == name).values(**values))
 
 
+def release(session: Session, name: str, owner: str, *, now: datetime) -> None:
+    """Give ``owner``'s lease of the job back, recording nothing about the run."""
+    session.execute(
+        update(ScheduledJob)
+        .where(col(ScheduledJob.name) == name, col(ScheduledJob.owner) == owner)
+        .values(leased_until=now)
+    )
+
+
 def failed(session: Session, name: str, *, error: str, now: datetime) -> None:
     # Give the lease back so another process can try at the next tick.
     session.execute(
@@ -112,6 +121,13 @@ def leased(engine: Engine, name: str, owner: str, *, lease: timedelta) -> Iterat
     except Exception as exc:
         with session_scope(engine) as session:
             failed(session, name, error=f"{type(exc).__name__}: {exc}", now=utcnow())
+        raise
+    except BaseException:
+        # Stopped, not failed (Ctrl-C, a shutdown): the lease goes back at once, or the
+        # workers' own runs of the job would wait out the whole lease (ten minutes for
+        # ``pixrecon poll``) while the health check calls it running.
+        with session_scope(engine) as session:
+            release(session, name, owner, now=utcnow())
         raise
     with session_scope(engine) as session:
         succeeded(session, name, now=utcnow(), window_end=run.window_end)

@@ -1,4 +1,5 @@
-"""``pixrecon exceptions``: the cases people work on — list, acknowledge, resolve."""
+"""``pixrecon exceptions``: the cases people work on — list, acknowledge, resolve, and
+who did what to each (``history``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from sqlalchemy import Engine
 
 from pixrecon.commands.common import (
@@ -20,15 +22,16 @@ from pixrecon.commands.common import (
     fail,
     known_id,
 )
-from pixrecon.report import exceptions_table
-from reconcile.cases import CaseNotFound, NoteRequired, case_rows, set_state
+from pixrecon.report import exceptions_table, human_table
+from reconcile.cases import CaseNotFound, NoteRequired, case_events, case_rows, set_state
 from reconcile.db import session_scope
 from reconcile.exports.runs import latest_completed_run
 from reconcile.exports.table import NotReconciled
-from reconcile.formats import br_date
+from reconcile.formats import br_date, sp_time
+from reconcile.masking import mask_text
 from reconcile.models import CaseState, ExceptionCase
 from reconcile.settings import get_settings
-from reconcile.timeutil import business_today
+from reconcile.timeutil import as_utc, business_today
 
 exceptions_app = typer.Typer(
     help="Open exceptions: list them, acknowledge or resolve them with a note.",
@@ -129,3 +132,45 @@ def resolve(
 ) -> None:
     """Resolve a case with a note; re-running the day keeps it resolved."""
     _set(case_id, CaseState.RESOLVED, note)
+
+
+@exceptions_app.command("history")
+def history(
+    case_id: Annotated[
+        int, typer.Argument(metavar="ID", help="case id", callback=known_id("exception case"))
+    ],
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """Who did what to a case, and when (São Paulo time): every acknowledgement,
+    resolution and reopening, with its note, oldest first."""
+    engine = database_or_exit(get_settings(), auto_upgrade=False)
+    with session_scope(engine) as session:
+        if session.get(ExceptionCase, case_id) is None:
+            raise fail(f"no exception case {case_id}")
+        events = [
+            {
+                "at": as_utc(event.at).isoformat(),
+                "actor": event.actor,
+                "action": event.action,
+                "previous_state": event.previous_state,
+                # Stored masked already; masked again in case an older row was not.
+                "note": mask_text(event.note) if event.note is not None else None,
+            }
+            for event in case_events(session, case_id)
+        ]
+    if output is OutputFormat.json:
+        sys.stdout.write(json.dumps(events, indent=2) + "\n")
+        return
+    if not events:
+        console.print(f"Nobody has acted on case {case_id} yet.")
+        return
+    table = human_table("when (São Paulo)", "who", "did", "was", "note", title=f"Case {case_id}")
+    for event in events:
+        table.add_row(
+            sp_time(event["at"]),
+            escape(event["actor"] or ""),
+            event["action"] or "",
+            event["previous_state"] or "",
+            escape(event["note"] or ""),
+        )
+    console.print(table)

@@ -22,6 +22,7 @@ from pixrecon.commands.common import (
     day_option,
     err,
     fail,
+    say,
     writable_or_exit,
 )
 from reconcile.exports.files import Format, Kind, encoded, open_export
@@ -109,6 +110,9 @@ def export_command(
             excel=excel,
             account=OfxAccount.from_settings(settings.accounts_account_id),
         )
+        if made.notice is not None:
+            # Said before the rows, on stderr: the file stays what finance tools read.
+            say(escape(made.notice), "warning")
         if path is None:
             _write(made.chunks, sys.stdout.buffer)
             return

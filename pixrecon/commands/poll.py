@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from pixrecon.bootstrap import setup_logging
 from pixrecon.commands.common import (
     FormatOption,
+    Interrupted,
     OutputFormat,
     broker_or_exit,
     console,
@@ -152,6 +153,14 @@ def poll(
     try:
         with progress() as shown:
             result = _poll(settings, engine, providers, window, shown)
+    except KeyboardInterrupt:
+        # What was stored before the interrupt stays; what was not is fetched again.
+        again = "run it again with the same --since" if window else "the next poll resumes it"
+        raise Interrupted(
+            "the poll stopped before it finished (Ctrl-C): what it had stored is kept, the "
+            f"rest of the window was not fetched ({again}); its lease is given back, so the "
+            "workers' own polls go on"
+        ) from None
     except POLL_ERRORS as exc:
         raise fail(f"the poll could not finish: {one_line(exc)}") from None
     finally:

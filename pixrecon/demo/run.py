@@ -3,6 +3,7 @@ report, the self-check and, with ``--serve``, the dashboard until Ctrl-C."""
 
 from __future__ import annotations
 
+import errno
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -27,6 +28,9 @@ from sandbox.scenario import Scenario, ScenarioError, ScenarioOutcome, load_scen
 
 DEFAULT_SCENARIO = Path(__file__).with_name("business-day.json")
 DEFAULT_DATABASE_URL = "sqlite:///pixrecon-demo.db"
+
+# What a port of the user's choosing can fail with: taken, not this machine's, privileged.
+_CANNOT_LISTEN = frozenset((errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES))
 
 
 @dataclass(frozen=True)
@@ -150,16 +154,24 @@ def run_demo(options: DemoOptions, console: Console) -> int:
                     )
                 )
         except OSError as exc:
-            raise DemoError(
-                f"the receiver cannot listen on {options.host}:{options.port} "
-                f"({exc.strerror or exc}): choose another with --port"
-            ) from None
+            if options.serve and exc.errno in _CANNOT_LISTEN:
+                raise DemoError(
+                    f"the receiver cannot listen on {options.host}:{options.port} "
+                    f"({exc.strerror or exc}): choose another with --port"
+                ) from None
+            # Without --serve nothing listens on a port of the user's: another failure of
+            # the system (a read-only or full disk, a file it may not write) said as it is.
+            where = f": {exc.filename}" if exc.filename else ""
+            raise DemoError(f"the demo could not run: {exc.strerror or exc}{where}") from None
         except StartupError as exc:
             # The demo's database is its --database-url, whatever the environment holds.
             said = str(exc).replace("PIXRECON_DATABASE_URL", "--database-url")
-            if "pixrecon db upgrade" in said:
+            if "`pixrecon db upgrade`" in said:
                 # That command migrates PIXRECON_DATABASE_URL, not the demo's --database-url.
-                said += f" with PIXRECON_DATABASE_URL={database_shown(options)}"
+                said = said.replace(
+                    "`pixrecon db upgrade`",
+                    f"`PIXRECON_DATABASE_URL={database_shown(options)} pixrecon db upgrade`",
+                )
             raise DemoError(said) from None
         except ProviderError as exc:
             raise DemoError(f"the sandbox's API failed while the day was fetched: {exc}") from None

@@ -27,13 +27,39 @@ def _cobr(document: Any, _request: Request) -> list[NewItem]:
     return cobr_callback_items(document)
 
 
+def _bare(document: Any, request: Request) -> list[NewItem]:
+    """What arrives at the registered URL itself: Pix, unless the body or the URL says
+    otherwise. A merchant who registers ``…/webhooks/qrcode?ignorar=`` (so that what the
+    provider appends lands in the query string) gets recurrences and recurring charges
+    here too: the query string's ending, else the body's wrapper, tells them apart."""
+    query = request.scope.get("query_string", b"").rstrip(b"/")
+    if query.endswith(b"/rec") or _wraps(document, "recs"):
+        return rec_callback_items(document)
+    if query.endswith(b"/cobr") or _wraps(document, "cobsr"):
+        return cobr_callback_items(document)
+    return pix_callback_items(document)
+
+
+def _wraps(document: Any, wrapper: str) -> bool:
+    return isinstance(document, dict) and wrapper in document and "pix" not in document
+
+
 def routes(ctx: ReceiverContext) -> list[BaseRoute]:
     auth = WebhookAuth(ctx.settings, "qrcode")
-    pix = webhook_endpoint(ctx, auth, _pix)
     return [
-        Route("/webhooks/qrcode/pix", pix, methods=["POST"], name="qrcode_pix"),
-        # Some providers post Pix to the bare registered URL.
-        Route("/webhooks/qrcode", pix, methods=["POST"], name="qrcode_bare"),
+        Route(
+            "/webhooks/qrcode/pix",
+            webhook_endpoint(ctx, auth, _pix),
+            methods=["POST"],
+            name="qrcode_pix",
+        ),
+        # Some providers post to the bare registered URL.
+        Route(
+            "/webhooks/qrcode",
+            webhook_endpoint(ctx, auth, _bare),
+            methods=["POST"],
+            name="qrcode_bare",
+        ),
         Route("/webhooks/qrcode/rec", webhook_endpoint(ctx, auth, _rec), methods=["POST"]),
         Route("/webhooks/qrcode/cobr", webhook_endpoint(ctx, auth, _cobr), methods=["POST"]),
     ]

@@ -56,4 +56,6 @@ def exception_table(engine: Engine, day: date) -> Table:
             ):
                 yield _row(day, entry, columns)
 
-    return Table(name=f"exceptions-{day.isoformat()}", columns=columns, rows=rows())
+    return Table(
+        name=f"exceptions-{day.isoformat()}", columns=columns, rows=rows(), notice=run.notice()
+    )

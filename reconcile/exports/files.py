@@ -46,6 +46,7 @@ class Export:
     filename: str
     media_type: str
     chunks: Iterator[str]
+    notice: str | None = None
 
 
 def choice_problem(kind: Kind, fmt: Format, *, excel: bool) -> str | None:
@@ -95,9 +96,9 @@ def open_export(
     else:
         table = statement_table(engine, day)
     if fmt is Format.jsonl:
-        return Export(f"{table.name}.jsonl", MEDIA_TYPES[fmt], jsonl_chunks(table))
+        return Export(f"{table.name}.jsonl", MEDIA_TYPES[fmt], jsonl_chunks(table), table.notice)
     name = f"{table.name}-excel.csv" if excel else f"{table.name}.csv"
-    return Export(name, MEDIA_TYPES[fmt], csv_chunks(table, excel=excel))
+    return Export(name, MEDIA_TYPES[fmt], csv_chunks(table, excel=excel), table.notice)
 
 
 def encoded(chunks: Iterable[str]) -> Iterator[bytes]:

@@ -114,5 +114,8 @@ def movement_table(engine: Engine, day: date) -> Table:
     """``NotReconciled`` when the day has no completed run (raised here, before any row)."""
     run = latest_completed_run(engine, day, count_items=True)
     return Table(
-        name=f"movements-{day.isoformat()}", columns=MOVEMENT_COLUMNS, rows=_rows(engine, run)
+        name=f"movements-{day.isoformat()}",
+        columns=MOVEMENT_COLUMNS,
+        rows=_rows(engine, run),
+        notice=run.notice(),
     )

@@ -13,6 +13,7 @@ from sqlalchemy import Engine, func, select
 
 from reconcile.db import session_scope, table_of
 from reconcile.exports.table import NotReconciled
+from reconcile.formats import br_date
 from reconcile.models import ReconciliationItem, ReconciliationRun
 
 COMPLETED = "completed"
@@ -26,6 +27,18 @@ class DayRun:
     report: dict[str, Any]
     items: int
     """How many verdicts (``reconciliation_item`` rows) the run kept."""
+
+    def notice(self) -> str | None:
+        """The run could not read every source: its verdicts claim nothing, and whoever
+        imports them must know it (``pixrecon reconcile`` exits 2 for such a run)."""
+        if self.report.get("verdict") != "incomplete":
+            return None
+        day = self.day.isoformat()
+        return (
+            f"run {self.run_id}, the latest of {br_date(self.day)}, could not read every source"
+            f" (incomplete): its verdicts claim nothing; run `pixrecon reconcile --date {day}`"
+            " again once the provider answers"
+        )
 
 
 def latest_completed_run(engine: Engine, day: date, *, count_items: bool = False) -> DayRun:

@@ -27,6 +27,9 @@ class Table:
     name: str
     columns: tuple[str, ...]
     rows: Iterable[Row]
+    notice: str | None = None
+    """What a reader must know about the rows before using them (a run that claims
+    nothing), in one line; ``None`` when nothing."""
 
 
 class ExportError(Exception):

@@ -95,6 +95,21 @@ def _when(created_at: str | None, end_to_end_id: str | None) -> dict[str, Any]:
     return {"provider_created_at": created, "moved_at": moved_later(created, end_to_end_id)}
 
 
+def _seen(item: InboxItem, status: str) -> Callable[[Any], dict[str, Any]]:
+    """What a notification updating a stored row writes besides its state: when the row
+    was first heard of stays the first time (``first_seen_at``: a payout first heard of
+    after its day's date lag is the day it was heard of's, ``matching/payouts.py``), and
+    the times of an outcome replacing a processing state (``_outcome_seen``)."""
+    outcome = _outcome_seen(item, status)
+    table = table_of(AccountMovement)
+
+    def on_update(excluded: Any) -> dict[str, Any]:
+        kept = {"first_seen_at": func.coalesce(table.c.first_seen_at, excluded.first_seen_at)}
+        return {**kept, **(outcome(excluded) if outcome is not None else {})}
+
+    return on_update
+
+
 def _outcome_seen(item: InboxItem, status: str) -> Callable[[Any], dict[str, Any]] | None:
     """For an outcome replacing a processing state: when each was received
     (``outcome_seen_at``, ``processing_seen_at``). A payout seen processing before its
@@ -158,9 +173,10 @@ def handle_movement(session: Session, item: InboxItem) -> None:
             **_when(data.createdAt, data.endToEndId),
             "rank": MOVEMENT_RANK.get(status, 0) * 1000 + len(refunds),
             "inbox_item_id": item.id,
+            "first_seen_at": item.received_at,
             **_confirmation(item, to_cents(amount) if amount is not None else None),
         },
-        _outcome_seen(item, status),
+        _seen(item, status),
     )
     if kind in ("TRANSFER", "CASHOUT") or (kind == "REFUND" and data.idempotencyKey):
         _store_returns(session, item, data.idempotencyKey or reference, data)
@@ -227,9 +243,10 @@ def handle_cashout(session: Session, item: InboxItem) -> None:
             **_when(data.createdAt, data.endToEndId),
             "rank": MOVEMENT_RANK.get(status, 0) * 1000,
             "inbox_item_id": item.id,
+            "first_seen_at": item.received_at,
             **_confirmation(item, None),
         },
-        _outcome_seen(item, status),
+        _seen(item, status),
     )
 
 

@@ -179,7 +179,12 @@ def pending_items(session: Session, ctx: RunContext) -> list[dict[str, Any]]:
     rows = sorted(
         session.execute(
             select(
-                items.c.subject, items.c.ref, items.c.reason, items.c.actual_cents, items.c.due_at
+                items.c.subject,
+                items.c.ref,
+                items.c.reason,
+                # A charge waiting for its payment has no actual amount yet: what is due.
+                func.coalesce(items.c.actual_cents, items.c.expected_cents),
+                items.c.due_at,
             )
             .where(items.c.run_id == ctx.run_id, is_pending(items))
             .limit(LISTED)

@@ -8,7 +8,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, and_, case, func, literal, null, or_, select
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    String,
+    and_,
+    case,
+    func,
+    literal,
+    null,
+    or_,
+    select,
+)
 from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
@@ -299,6 +310,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             R.c.status,
             R.c.natureza,
             R.c.inbox_item_id,
+            R.c.confirmation,
             # One refund may have been stored as two rows (by each of its ids, before
             # they were tied): the most advanced speaks for it, or the day's verdicts
             # would hold its ref twice.
@@ -335,6 +347,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
     polls = func.coalesce(inbox.c.poll_count, 0)
     booked = s.c.rtr.is_not(None)
     med = r.c.natureza.in_(MED_NATURES)
+    refused = and_(r.c.status == "NAO_REALIZADO", ~booked, ~r.c.later)
     verdicts: list[Verdict] = [
         (
             and_(r.c.ref.is_(None), earlier.c.rtr.is_not(None)),
@@ -349,6 +362,14 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             "a refund booked in the statement that was never notified nor polled",
         ),
         (r.c.later, "pending", False, "refund still being processed"),
+        (
+            r.c.confirmation.in_(
+                (Confirmation.UNCONFIRMED_WEBHOOK.value, Confirmation.UNVERIFIABLE.value)
+            ),
+            "unconfirmed_webhook",
+            True,
+            "a refund notified, but the API does not know it (possible forgery): do not count it",
+        ),
         (
             and_(booked, s.c.cents != r.c.amount_cents),
             "amount_mismatch",
@@ -391,8 +412,9 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         joined,
         verdicts,
         "refund notified and booked",
-        expected=s.c.cents,
-        actual=r.c.amount_cents,
+        # A refund the provider refused moved nothing: what was asked, and nothing moved.
+        expected=case((refused, r.c.amount_cents), else_=s.c.cents),
+        actual=case((refused, literal(0, BigInteger)), else_=r.c.amount_cents),
         source=source_of(webhooks, polls),
         inbox_item_id=r.c.inbox_item_id,
         statement_id=s.c.sid,

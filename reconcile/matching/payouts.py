@@ -10,7 +10,19 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, String, and_, case, func, literal, or_, select
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    String,
+    and_,
+    case,
+    func,
+    literal,
+    null,
+    or_,
+    select,
+    union,
+)
 from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
@@ -110,27 +122,82 @@ def _debited_before(
     )
 
 
+def _listening(since: ColumnElement[datetime], until: datetime) -> ColumnElement[bool]:
+    """Whether pixrecon received anything between ``since`` and ``until``: only then does a
+    payout first heard of after its day say that the day, as it stood, knew nothing of it.
+    A day played or loaded later than it happened received everything after it, and is
+    judged as its states stand."""
+    inbox = table_of(InboxItem)
+    return (
+        select(inbox.c.id).where(inbox.c.received_at >= since, inbox.c.received_at < until).exists()
+    )
+
+
+def _heard_of(M: FromClause, *where: ColumnElement[bool]) -> FromClause:
+    """Per payout key among ``where``'s rows: when pixrecon first heard of it (``None``
+    when a row stored before that was kept says nothing), its endToEndId, its time."""
+    key = payout_key(M)
+    return (
+        select(
+            key.label("key"),
+            case(
+                (func.count(M.c.first_seen_at) == func.count(), func.min(M.c.first_seen_at)),
+                else_=null(),
+            ).label("first_seen_at"),
+            func.max(M.c.end_to_end_id).label("e2e"),
+            func.min(payout_time(M)).label("at"),
+        )
+        .where(is_payout(M), *where)
+        .group_by(key)
+        .subquery("heard_of")
+    )
+
+
+def _first_heard_late(ctx: RunContext) -> FromClause:
+    """The keys of the day's payouts pixrecon first heard of only after the day's date lag
+    ended, while it was listening, and that the statement had not debited by then: the day
+    as it stood at its end knew nothing of them, so they are not its (asked at its end,
+    it would not have judged them; asked later, it must answer the same). The day they
+    were first heard of judges them (``_over_later``)."""
+    M = table_of(AccountMovement)
+    heard = _heard_of(M, ctx.within(payout_time(M)))
+    return (
+        select(heard.c.key)
+        .where(
+            heard.c.first_seen_at >= ctx.statement_end,
+            ~_debited_before(heard.c.key, heard.c.e2e, ctx.statement_end),
+            _listening(heard.c.at, ctx.statement_end),
+        )
+        .subquery("first_heard_late")
+    )
+
+
 def _over_later(ctx: RunContext) -> FromClause:
     """The keys of payouts of earlier days whose outcome came in this day (past the
     earlier day's date lag) after they were seen processing before it, paid out and not
     debited by then: their own day judged them still processing, so this day judges
-    their money."""
+    their money. And those first heard of in this day at all (``_first_heard_late``),
+    whatever their state: their own day left them to this one."""
     M = table_of(AccountMovement)
     key = payout_key(M)
     since = ctx.start + ctx.judging.date_lag
-    return (
-        select(key.label("key"))
-        .where(
-            M.c.outcome_seen_at >= since,
-            M.c.outcome_seen_at < ctx.statement_end,
-            M.c.processing_seen_at < since,
-            is_payout(M),
-            M.c.status.in_(PAID_OUT),
-            payout_time(M) < ctx.start,
-            ~_debited_before(key, M.c.end_to_end_id, since),
-        )
-        .subquery("over_later")
+    seen_processing = select(key.label("key")).where(
+        M.c.outcome_seen_at >= since,
+        M.c.outcome_seen_at < ctx.statement_end,
+        M.c.processing_seen_at < since,
+        is_payout(M),
+        M.c.status.in_(PAID_OUT),
+        payout_time(M) < ctx.start,
+        ~_debited_before(key, M.c.end_to_end_id, since),
     )
+    heard = _heard_of(M, payout_time(M) < ctx.start, M.c.first_seen_at >= since)
+    first_heard = select(heard.c.key).where(
+        heard.c.first_seen_at >= since,
+        heard.c.first_seen_at < ctx.statement_end,
+        ~_debited_before(heard.c.key, heard.c.e2e, since),
+        _listening(heard.c.at, since),
+    )
+    return union(seen_processing, first_heard).subquery("over_later")
 
 
 def _stood_processing(ctx: RunContext) -> FromClause:
@@ -166,6 +233,7 @@ def latest_payouts(ctx: RunContext) -> FromClause:
     key = payout_key(M)
     returned = _returned(ctx)
     later = _over_later(ctx)
+    heard_late = _first_heard_late(ctx)
     scheduled = and_(ctx.within(M.c.provider_created_at), M.c.moved_at >= ctx.end)
     ranked = (
         select(
@@ -180,11 +248,18 @@ def latest_payouts(ctx: RunContext) -> FromClause:
             ctx.within(payout_time(M)).label("own_day"),
             scheduled.label("scheduled"),
             func.row_number().over(partition_by=key, order_by=M.c.rank.desc()).label("nth"),
+            # What any notification of the payout stated it was for: a rejection (a
+            # CASHOUT) seldom repeats the amount, and finance must see what did not go out.
+            func.max(M.c.amount_cents).over(partition_by=key).label("stated_cents"),
         )
         .select_from(M.outerjoin(returned, returned.c.key == key))
         .where(
             is_payout(M),
-            or_(ctx.within(payout_time(M)), scheduled, key.in_(select(later.c.key))),
+            or_(
+                and_(ctx.within(payout_time(M)), ~key.in_(select(heard_late.c.key))),
+                scheduled,
+                key.in_(select(later.c.key)),
+            ),
             # The notification of a return that came after the day's end.
             ~and_(M.c.type == "REFUND", func.coalesce(returned.c.cents, -1) == 0),
         )
@@ -209,6 +284,7 @@ def latest_payouts(ctx: RunContext) -> FromClause:
                 else_=r.c.status,
             ).label("status"),
             r.c.amount_cents,
+            r.c.stated_cents,
             func.coalesce(r.c.returned, r.c.refunded_cents).label("refunded_cents"),
             r.c.confirmation,
             r.c.inbox_item_id,
@@ -292,6 +368,7 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
     )
     pending = m.c.confirmation == Confirmation.PENDING.value
     moves_money = m.c.status.in_(PAID_OUT)
+    not_paid = and_(m.c.status.in_(NOT_PAID), ~booked, m.c.key.is_not(None))
     verdicts: list[Verdict] = [
         (
             and_(m.c.key.is_(None), earlier.c.key.is_not(None)),
@@ -387,8 +464,9 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         verdicts,
         "settled and debited",
         default_status="settled",
-        expected=s.c.cents,
-        actual=m.c.amount_cents,
+        # A payout that did not go out: what it was for, and nothing moved.
+        expected=case((not_paid, m.c.stated_cents), else_=s.c.cents),
+        actual=case((not_paid, literal(0, BigInteger)), else_=m.c.amount_cents),
         source=literal("webhook", String),
         inbox_item_id=m.c.inbox_item_id,
         statement_id=s.c.sid,

@@ -28,6 +28,7 @@ from reconcile.payloads import (
 )
 from reconcile.payloads.items import Refusal, keyed, new_item, unsupported_item
 from reconcile.payloads.refs import ENVELOPES
+from reconcile.payloads.tolerant import key_renamed
 
 KNOWN_TYPES = {
     "TRANSFER": ItemKind.ACCOUNTS_TRANSFER,
@@ -211,19 +212,71 @@ DATA_MODELS: dict[str, type[Identified]] = {
 
 def _type(document: dict[str, Any], path_type: str | None) -> tuple[str | None, list[ItemWarning]]:
     declared = document.get("type")
+    padded = isinstance(declared, str) and declared != declared.strip()
+    if isinstance(declared, str):
+        declared = declared.strip()
     # ASCII only: str.upper() maps some other letters onto ASCII ones (a dotless i to I).
     if isinstance(declared, str) and declared:
         named = declared.upper() if declared.isascii() else "UNKNOWN"
+        read = (
+            [ItemWarning("/type", f"the type without surrounding whitespace (read as {named})")]
+            if padded
+            else []
+        )
         # The body's word is the provider's; the path is only where it was registered. A
         # disagreement is read as the body says, and flagged for whoever set the URLs.
         if path_type and path_type.upper() in KNOWN_TYPES and path_type.upper() != named:
             expected = f"the type the path names, {path_type.upper()} (read as the body's)"
             return named, [ItemWarning("/type", expected)]
-        return named, []
+        return named, read
     flagged = (
         [ItemWarning("/type", "the notification type, a string")] if "type" in document else []
     )
     return (path_type.upper() if path_type else None), flagged
+
+
+# What a terse notification (a CASHOUT's failure above all) may carry beside ``data``
+# rather than in it: its keys and its status.
+_BESIDE = ("id", "idempotencyKey", "endToEndId", "status")
+# Names a key goes by in some senders' bodies, besides its documented one.
+_KEY_ALIASES = {"INFRACTION": {"id": "infractionId"}}
+
+
+def _says_something(value: object) -> bool:
+    return value is not None and value != ""
+
+
+def _keyed(found: dict[str, Any], kind_name: str) -> bool:
+    """Whether ``found`` holds a business key of ``kind_name``'s, under any name it goes by."""
+    keys = DATA_MODELS[kind_name].KEYS
+    aliases = _KEY_ALIASES.get(kind_name, {})
+    names = [*keys, *(aliases[k] for k in keys if k in aliases)]
+    return any(_says_something(found.get(name)) for name in names)
+
+
+def _completed(
+    document: dict[str, Any], slot: str, inner: dict[str, Any], kind_name: str
+) -> tuple[dict[str, Any], list[ItemWarning]]:
+    """``inner`` with the keys and status it lacks taken from where the sender put them:
+    beside it in the envelope, or under a name of the key's own (an infraction's
+    ``infractionId``). Each is flagged where it was found: refused for want of a key the
+    body holds, the delivery would be retried until the provider disabled the webhook."""
+    aliases = _KEY_ALIASES.get(kind_name, {})
+    # (the object, the name there, the name in data, where that is in the body)
+    sources = [
+        *((inner, alias, name, pointer([slot, alias])) for name, alias in aliases.items()),
+        *((document, name, name, pointer([name])) for name in _BESIDE),
+        *((document, alias, name, pointer([alias])) for name, alias in aliases.items()),
+    ]
+    completed = dict(inner)
+    moved: list[ItemWarning] = []
+    for holder, given, name, at in sources:
+        if _says_something(completed.get(name)) or not _says_something(holder.get(given)):
+            continue
+        completed[name] = holder[given]
+        beside = f"{name} inside {slot} (read from beside it)"
+        moved.append(ItemWarning(at, beside if given == name else key_renamed(name)))
+    return (completed, moved) if moved else (inner, [])
 
 
 def key_of(kind_name: str, data: Identified) -> str:
@@ -247,10 +300,23 @@ def accounts_items(document: Any, path_type: str | None = None) -> list[NewItem]
         return [unsupported_item(kind_name, document)]
     slot = next((name for name in ENVELOPES if name in document), None)
     if slot is None:
-        return [unsupported_item(kind_name, document, ItemWarning("/data", "the data object"))]
+        if not _keyed(document, kind_name):
+            return [unsupported_item(kind_name, document, ItemWarning("/data", "the data object"))]
+        # A terse notification may come flat, its fields beside ``type``: read as the
+        # data object it stands for (the item keeps them all, under ``data``).
+        fields = {k: v for k, v in document.items() if k != "type"}
+        document = {**{k: v for k, v in document.items() if k == "type"}, "data": fields}
+        slot = "data"
+        flat = "the data object (its fields were read from beside type)"
+        warnings.append(ItemWarning("/data", flat))
     if slot != "data":
         warnings.append(ItemWarning(pointer([slot]), "the notification under data"))
     inner = document[slot]
+    if isinstance(inner, dict):
+        inner, moved = _completed(document, slot, inner, kind_name)
+        if moved:
+            document = {**document, slot: inner}
+            warnings.extend(moved)
     if isinstance(inner, dict):
         candidates = [(pointer([slot]), inner)]
     elif isinstance(inner, list):

@@ -25,7 +25,7 @@ M = TypeVar("M", bound=Tolerant)
 Candidate = tuple[str, Any]
 """A JSON pointer into the body, and what is there where an item should be."""
 
-_LABEL = re.compile(r"^[A-Z0-9_.-]{1,40}$")
+_LABEL = re.compile(r"[A-Z0-9_.-]{1,40}")
 
 
 class Unsplittable(Exception):
@@ -222,7 +222,8 @@ def fingerprint(raw: Any) -> str:
 
 def unsupported_item(label: str, raw: Any, warning: ItemWarning | None = None) -> NewItem:
     """Kept whole and shown; identical repeats still dedupe on the fingerprint."""
-    name = label.upper() if _LABEL.match(label.upper()) else "UNKNOWN"
+    # ``fullmatch``: ``$`` would let a final newline into the key.
+    name = label.upper() if _LABEL.fullmatch(label.upper()) else "UNKNOWN"
     item = new_item(
         ItemKind.UNSUPPORTED,
         f"unsupported:{name}:{fingerprint(raw)}",

@@ -253,7 +253,8 @@ def test_a_whole_business_day_breaks_only_where_the_ground_truth_says(engine: En
         last_day = (day.day + timedelta(days=90)).strftime("%d/%m/%Y")
         assert overpaid["differs"] == "amount"
         assert overpaid["action"] == (
-            f"refund {brl(gap)} of the overpaid {brl(overpaid['actual_cents'])} before {last_day}"
+            f"refund the {brl(gap)} paid over the {brl(overpaid['expected_cents'])} due "
+            f"before {last_day}"
         )
         assert by_status["underpaid"]["action"].startswith("ask the payer for the missing R$ ")
         assert result.report["balance"]["closing_cents"] == outcome.closing_balance_cents

@@ -139,6 +139,25 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
     assert f"case {case_id} was already acknowledged; its note is the one given now" in " ".join(
         twice.stdout.split()
     )
+    # Who did what, and when: every action, oldest first, the replaced note kept too.
+    history = run_pixrecon(
+        "exceptions", "history", case_id, "--format", "json", env=env, cwd=tmp_path
+    )
+    assert history.returncode == 0, history.stderr
+    events = json.loads(history.stdout)
+    assert [(e["action"], e["previous_state"], e["note"]) for e in events] == [
+        ("resolve", "open", "customer paid the cent"),
+        ("reopen", "resolved", None),
+        ("acknowledge", "acknowledged", "x"),
+    ]
+    assert all(e["actor"].startswith("cli:") for e in events)
+    shown = run_pixrecon("exceptions", "history", case_id, env=env, cwd=tmp_path)
+    words = " ".join(shown.stdout.split())
+    assert f"Case {case_id}" in words
+    assert "São Paulo" in words
+    unknown = run_pixrecon("exceptions", "history", "999999", env=env, cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert "no exception case 999999" in unknown.stderr
 
 
 def test_without_a_provider_the_day_is_incomplete_never_reconciled(

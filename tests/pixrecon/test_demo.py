@@ -54,7 +54,7 @@ def test_the_demo_plays_a_whole_business_day_within_a_minute(tmp_path: Path) -> 
         assert statement != "R$ 0,00", label
     # Exceptions with how much, why, and what to do.
     assert "→ ask the payer for the missing R$ 9,90" in report
-    assert "→ refund R$ 5,00 of the overpaid R$ 50,00" in report
+    assert "→ refund the R$ 5,00 paid over the R$ 45,00 due" in report
 
     # Every self-check line agrees; each compares like with like.
     marked = [line for line in check.splitlines() if line.rstrip().endswith(("✓ │", "✗ │"))]

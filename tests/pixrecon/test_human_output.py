@@ -61,7 +61,7 @@ def test_the_report_fits_80_columns_in_brazilian_conventions(engine: Engine) -> 
     assert "R$ 1.234,50" in text
     assert "R$ 1.239,50" in text
     assert not re.search(r"\d+\.\d{2}\b(?!\d)", text.replace("R$", "")), "no dot decimals"
-    assert "refund R$ 5,00 of the overpaid R$ 1.239,50" in text
+    assert "refund the R$ 5,00 paid over the R$ 1.234,50 due" in text
     assert TXID in text
     assert "Pedido 4711" in text
     # Money first; how deliveries arrived in their own section.

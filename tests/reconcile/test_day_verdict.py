@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
+from sqlmodel import col
 
 from reconcile.cases import case_rows
 from reconcile.confirmation import confirm_pending_movements
@@ -20,8 +21,9 @@ from reconcile.db import session_scope
 from reconcile.inbox import store_items
 from reconcile.matching.automatico import cycle_on_or_before
 from reconcile.matching.judgement import DayVerdict, Sources
-from reconcile.models import AccountMovement, Source
+from reconcile.models import AccountMovement, Confirmation, PixRefund, Source
 from reconcile.nightly import NightlyResult, reconcile_day
+from reconcile.payloads.accounts import accounts_items
 from reconcile.payloads.automatico import rec_callback_items
 from reconcile.processing import process_items
 from reconcile.provider.errors import NotFound
@@ -223,6 +225,45 @@ def test_a_forged_payout_never_counts_and_one_without_a_key_stops_nothing(
     assert after.report["totals"]["debits"]["api"] == 2_000
     assert after.report["totals"]["debits"]["statement"] == 2_000
     assert after.verdict is DayVerdict.BREAKS, after.report["incomplete_because"]
+
+
+BACK, KEPT = "E99999008202603101000returned001", "E99999008202603101000unreturned1"
+
+
+class _ReturnedOnce:
+    """A provider that paid out two payouts and saw one of them returned."""
+
+    def get_payment_by_key(self, key: str) -> dict[str, Any]:
+        raise NotFound(key)
+
+    def get_payment(self, end_to_end_id: str) -> dict[str, Any]:
+        if end_to_end_id == BACK:
+            return {"status": "PARTIALLY_REFUNDED", "refunds": [{"endToEndId": "D1"}]}
+        return {"status": "LIQUIDATED", "refunds": []}
+
+
+def test_a_return_counts_only_when_the_provider_states_its_payout_returned(
+    engine: Engine,
+) -> None:
+    """Knowing the payout is not enough: a forged return of a real payout is no money back."""
+    book = DayBook(engine, PAST)
+    for key, e2e in (("po-back", BACK), ("po-kept", KEPT)):
+        returned = {
+            "endToEndId": "D" + e2e[1:21] + "retback0001",
+            "status": "LIQUIDATED",
+            "pixRefundAmount": "10.00",
+        }
+        data = book.payout_data(
+            key, 5_000, "10:00", endToEndId=e2e, status="PARTIALLY_REFUNDED", refunds=[returned]
+        )
+        book._store(accounts_items({"type": "REFUND", "data": data}), Source.WEBHOOK)
+    confirm_pending_movements(engine, _ReturnedOnce(), None, grace=timedelta(0))
+    with session_scope(engine) as session:
+        states = {
+            m.idempotency_key: m.confirmation
+            for m in session.execute(select(AccountMovement)).scalars()
+        }
+    assert states == {"po-back": "confirmed", "po-kept": "status_mismatch"}
 
 
 def test_a_past_day_promises_no_time_for_a_look_up_the_provider_has_not_answered(
@@ -958,3 +999,36 @@ def test_a_payout_debited_the_next_day_past_the_date_lag_explains_that_days_line
     # Not "no payout was notified or polled": the payout of the day before, debited late.
     assert (line.status, line.exception, line.carried) == ("settled", False, "in")
     assert second.report["bridge"]["residual_cents"] == 0
+
+
+def test_a_refund_the_api_does_not_know_is_called_so(engine: Engine) -> None:
+    """A refund only a webhook announced, which the API denies: a possible forgery, not a
+    statement late to book it."""
+    book = DayBook(engine, PAST)
+    e2e = _clean_day(book)
+    rtr = "D99999008202603101500FORGEDREF01"
+    asked = {
+        "solicitacao": book.at("10:30").isoformat(),
+        "liquidacao": book.at("10:31").isoformat(),
+    }
+    forged = {
+        "id": "dev-f",
+        "rtrId": rtr,
+        "valor": "30.00",
+        "status": "DEVOLVIDO",
+        "horario": asked,
+    }
+    book.pix(15_000, "10:00", e2e=e2e, refunds=[forged], polled=False)
+    with session_scope(engine) as session:
+        session.execute(
+            update(PixRefund)
+            .where(col(PixRefund.rtr_id) == rtr)
+            .values(confirmation=Confirmation.UNCONFIRMED_WEBHOOK.value)
+        )
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdict = verdicts_of(engine, result)[("movement", rtr)]
+    assert (verdict.status, verdict.exception) == ("unconfirmed_webhook", True)
+    assert "does not know" in verdict.reason
+    with session_scope(engine) as session:
+        (case,) = [c for c in case_rows(session, day=PAST) if c["ref"] == rtr]
+    assert case["action"].startswith("ask the provider about the refund of R$ 30,00")

@@ -62,7 +62,7 @@ def test_an_exception_names_what_finance_recognises_and_masks_the_payer(engine: 
     assert overpaid["payer_request"] == "Pedido 4711"
     assert (overpaid["expected_cents"], overpaid["actual_cents"]) == (5_000, 5_500)
     assert overpaid["differs"] == "amount"
-    assert "refund R$ 5,00 of the overpaid R$ 55,00" in overpaid["action"]
+    assert "refund the R$ 5,00 paid over the R$ 50,00 due" in overpaid["action"]
     # Personal data never leaves unmasked: not in the row, not anywhere in the report.
     assert overpaid["payer_document"] == "*********01"
     assert overpaid["payer_name"] == "M**** A******** S****"

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, select, update
 from sqlmodel import col
 
 from pixrecon.sandbox_wiring import sandbox_servers
-from reconcile.confirmation import confirm_all, confirm_listed
+from reconcile.confirmation import confirm_all, confirm_listed, confirm_pending_pix, take_api_times
 from reconcile.db import session_scope
 from reconcile.inbox import store_items
 from reconcile.models import PixReceived, PixRefund, Source
@@ -22,6 +22,7 @@ from reconcile.polling.qrcode import poll_received_pix
 from reconcile.processing import process_items
 from reconcile.provider.factory import qrcode_api
 from reconcile.settings import Settings
+from reconcile.timeutil import as_utc
 from sandbox.state import SandboxProvider
 from tests.factories import e2e_id
 
@@ -224,3 +225,33 @@ def test_a_refund_looked_up_after_it_settled_takes_the_apis_state(engine: Engine
         500,
     )
     assert _pix(engine, e2e).confirmation == "confirmed"
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def test_the_api_states_which_day_a_pix_is_of(engine: Engine) -> None:
+    """A webhook's clock two seconds ahead puts a Pix of 23:59:59 in the next day; the
+    API's time is the Pix's, by a listing or by a look-up of its own."""
+    listed, looked_up = e2e_id(11), e2e_id(12)
+    ahead = "2026-03-03T00:00:01-03:00"
+    _notify(
+        engine, _listed(listed, "0.01", horario=ahead), _listed(looked_up, "0.01", horario=ahead)
+    )
+    stated = "2026-03-02T23:59:59-03:00"
+    confirm_listed(engine, [_listed(listed, "0.01", horario=stated)])
+    assert as_utc(_pix(engine, listed).horario or EPOCH) == datetime(
+        2026, 3, 3, 2, 59, 59, tzinfo=UTC
+    )
+    assert _pix(engine, listed).confirmation == "confirmed"
+
+    class Api:
+        def get_pix(self, e2e: str) -> dict[str, Any]:
+            return _listed(e2e, "0.01", horario=stated)
+
+    confirm_pending_pix(engine, Api(), grace=timedelta(minutes=10))
+    assert as_utc(_pix(engine, looked_up).horario or EPOCH) == datetime(
+        2026, 3, 3, 2, 59, 59, tzinfo=UTC
+    )
+    # A time the API states unreadably leaves the stored one.
+    assert take_api_times(engine, {looked_up: "yesterday"}) == 0

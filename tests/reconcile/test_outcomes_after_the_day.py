@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine
 
 from reconcile.matching.judgement import DayVerdict
@@ -158,6 +159,56 @@ def test_a_payout_first_heard_of_settled_is_judged_as_it_stands(engine: Engine) 
     verdict = verdicts_of(engine, result)[("payout", KEY)]
     assert (verdict.status, verdict.exception) == ("status_mismatch", True)
     assert result.verdict == DayVerdict.BREAKS
+
+
+def _quiet_first_day(engine: Engine) -> tuple[DayBook, NightlyResult]:
+    """The first day, pixrecon listening all along (a Pix at 23:00 arrived then), and the
+    overnight payout created at 22:00 with no word of it that day."""
+    book = DayBook(engine, DAY)
+    book.transfer(book.payout_data(ORDINARY, 10_000, "10:00"), received=book.at("10:00"))
+    book.line("PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=ORDINARY)
+    late_pix = book.pix(3_000, "23:00", received=book.at("23:00"))
+    book.line("PIX_RECEIVED", 3_000, "23:00", credit=True, endToEndId=late_pix)
+    book.confirm_all_movements()
+    book.confirm_all_pix()
+    first = reconcile_day(engine, DAY, now=_after(DAY))
+    assert first.verdict == DayVerdict.RECONCILED, first.summary["pending"]
+    assert ("payout", KEY) not in verdicts_of(engine, first)
+    return book, first
+
+
+@pytest.mark.parametrize(
+    ("status", "debited", "there", "day_after"),
+    [
+        ("LIQUIDATED", True, ("settled", False), DayVerdict.RECONCILED),
+        ("LIQUIDATED", False, ("status_mismatch", True), DayVerdict.BREAKS),
+        ("REJECTED", False, ("rejected", False), DayVerdict.RECONCILED),
+    ],
+)
+def test_a_payout_first_heard_of_the_next_day_leaves_its_own_day_as_it_stood(
+    engine: Engine,
+    status: str,
+    debited: bool,
+    there: tuple[str, bool],
+    day_after: DayVerdict,
+) -> None:
+    """Its day, asked at its end, knew nothing of it; asked again after the outcome came,
+    it answers the same. The day it was first heard of judges it whole."""
+    book, first = _quiet_first_day(engine)
+    following = book.next_day()
+    _overnight(book, status, following.day, "09:00")
+    if debited:
+        following.line("PIX_PAYMENT", 25_000, "09:01", credit=False, idempotencyKey=KEY)
+
+    again = reconcile_day(engine, DAY, now=_after(following.day) + timedelta(days=2))
+    assert again.verdict == first.verdict == DayVerdict.RECONCILED
+    assert ("payout", KEY) not in verdicts_of(engine, again)
+    assert _payouts(again) == _payouts(first)
+
+    next_day = reconcile_day(engine, following.day, now=_after(following.day))
+    judged = verdicts_of(engine, next_day)[("payout", KEY)]
+    assert (judged.status, judged.exception) == there
+    assert next_day.verdict == day_after
 
 
 RTR = "D99999008202603110300refundlate1"

@@ -147,6 +147,27 @@ def test_one_process_holds_a_job_lease_at_a_time(engine: Engine) -> None:
         assert claim(session, "poll_qrcode", "b", lease=timedelta(minutes=1), now=later)
 
 
+def test_an_interrupted_run_gives_its_lease_back_without_calling_it_failed(
+    engine: Engine,
+) -> None:
+    """Ctrl-C during ``pixrecon poll``: the workers' next tick may run the job at once."""
+    from reconcile.schedule import claim, leased
+    from reconcile.timeutil import utcnow
+
+    def interrupted() -> None:
+        with leased(engine, "poll_qrcode", "pixrecon-poll", lease=timedelta(minutes=10)) as run:
+            assert run is not None
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted()
+    with session_scope(engine) as session:
+        job = session.get(ScheduledJob, "poll_qrcode")
+        assert job is not None
+        assert job.last_error is None
+        assert claim(session, "poll_qrcode", "worker", lease=timedelta(minutes=1), now=utcnow())
+
+
 def test_provider_outage_is_recorded_and_retried(
     node: RunningNode, provider: SandboxProvider
 ) -> None:

@@ -1,0 +1,123 @@
+"""Deliveries a strict reader would refuse or misread although their meaning is plain: a
+CASHOUT whose keys come beside ``data``, a flat one, an infraction keyed ``infractionId``,
+a padded type, raw control characters in a string, a member named twice, UTF-8 declared as
+ISO-8859-1, a body labelled gzip that is not, Pix Automático posted to the bare registered
+URL. Each is answered 200, stored, flagged, and processed as what it is."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import select
+
+from reconcile.db import session_scope
+from reconcile.models import AccountMovement, InboxItem
+from tests.conftest import SECRET, RunningNode
+from tests.factories import e2e_id, pix
+
+HEADERS = {"X-Webhook-Secret": SECRET, "Content-Type": "application/json"}
+
+
+def _items(node: RunningNode) -> dict[str, InboxItem]:
+    with session_scope(node.node.engine) as session:
+        found = session.execute(select(InboxItem)).scalars()
+        return {item.key: item for item in found}
+
+
+def _warned(item: InboxItem) -> dict[str, str]:
+    return {w["pointer"]: w["expected"] for w in json.loads(item.warnings or "[]")}
+
+
+def _post(node: RunningNode, path: str, content: bytes, **headers: str) -> Any:
+    answer = node.http.post(path, content=content, headers={**HEADERS, **headers})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_a_cashout_with_its_keys_beside_data_is_a_rejected_payout(
+    running_node: RunningNode,
+) -> None:
+    body = {
+        "type": "CASHOUT",
+        "idempotencyKey": "idem-co-5",
+        "endToEndId": e2e_id(),
+        "data": {"status": "REJECTED", "message": "conta inexistente"},
+        "errorCode": "AC03",
+    }
+    assert _post(running_node, "/webhooks/accounts", json.dumps(body).encode())["new"] == 1
+    flat = {"type": "CASHOUT", "status": "REJECTED", "idempotencyKey": "idem-co-6"}
+    assert _post(running_node, "/webhooks/accounts", json.dumps(flat).encode())["new"] == 1
+    running_node.wait_processed()
+    items = _items(running_node)
+    beside = items["accounts:CASHOUT:idem-co-5:REJECTED"]
+    assert "/idempotencyKey" in _warned(beside)
+    assert "/data" in _warned(items["accounts:CASHOUT:idem-co-6:REJECTED"])
+    with session_scope(running_node.node.engine) as session:
+        rows = {row.reference: row for row in session.execute(select(AccountMovement)).scalars()}
+    assert rows["idem-co-5"].status == "REJECTED"
+    assert rows["idem-co-5"].error_code == "AC03"
+    assert rows["idem-co-6"].status == "REJECTED"
+
+
+def test_an_infraction_keyed_infraction_id_and_a_padded_type_are_read(
+    running_node: RunningNode,
+) -> None:
+    infraction = {"type": "INFRACTION", "data": {"infractionId": "inf-9", "status": "OPEN"}}
+    _post(running_node, "/webhooks/accounts", json.dumps(infraction).encode())
+    padded = {
+        "type": " TRANSFER\n",
+        "data": {"id": "pad-1", "status": "LIQUIDATED", "payment": {"amount": "1.00"}},
+    }
+    _post(running_node, "/webhooks/accounts", json.dumps(padded).encode())
+    items = _items(running_node)
+    assert "/data/infractionId" in _warned(items["accounts:INFRACTION:inf-9:OPEN"])
+    assert _warned(items["accounts:TRANSFER:pad-1:LIQUIDATED"])["/type"].startswith(
+        "the type without surrounding whitespace"
+    )
+
+
+def test_bodies_readable_only_leniently_are_stored_and_flagged(
+    running_node: RunningNode,
+) -> None:
+    tab = pix(infoPagador="pedido\t123")
+    raw = json.dumps({"pix": [tab]}).replace("\\t", "\t").encode()
+    _post(running_node, "/webhooks/qrcode/pix", raw)
+    first, second = pix(), pix()
+    twice = f'{{"pix": [{json.dumps(first)}], "pix": [{json.dumps(second)}]}}'.encode()
+    assert _post(running_node, "/webhooks/qrcode/pix", twice)["new"] == 2
+    named = pix(pagador={"nome": "João Conceição"})
+    latin = json.dumps({"pix": [named]}, ensure_ascii=False).encode()
+    _post(
+        running_node,
+        "/webhooks/qrcode/pix",
+        latin,
+        **{"Content-Type": "application/json; charset=ISO-8859-1"},
+    )
+    plain = pix()
+    _post(
+        running_node,
+        "/webhooks/qrcode/pix",
+        json.dumps({"pix": [plain]}).encode(),
+        **{"Content-Encoding": "gzip"},
+    )
+    items = _items(running_node)
+    assert "control characters" in _warned(items[f"pix:{tab['endToEndId']}"])["/"]
+    assert json.loads(items[f"pix:{tab['endToEndId']}"].payload)["infoPagador"] == "pedido\t123"
+    for repeated in (first, second):
+        assert "pix repeated" in _warned(items[f"pix:{repeated['endToEndId']}"])["/"]
+    stored = items[f"pix:{named['endToEndId']}"]
+    assert json.loads(stored.payload)["pagador"]["nome"] == "João Conceição"
+    assert "read as UTF-8" in _warned(stored)["/"]
+    assert "came uncompressed" in _warned(items[f"pix:{plain['endToEndId']}"])["/"]
+
+
+def test_pix_automatico_posted_to_the_bare_url_is_read_as_what_it_is(
+    running_node: RunningNode,
+) -> None:
+    rec = {"recs": [{"idRec": "RR1234567820261128abcdefghij", "status": "APROVADA"}]}
+    _post(running_node, "/webhooks/qrcode?ignorar=/rec", json.dumps(rec).encode())
+    cobr = {"cobsr": [{"txid": "cobrquery0000000000000000000001", "status": "CONCLUIDA"}]}
+    _post(running_node, "/webhooks/qrcode?ignorar=/cobr", json.dumps(cobr).encode())
+    kinds = {item.kind for item in _items(running_node).values()}
+    assert kinds == {"rec", "cobr"}
