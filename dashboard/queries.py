@@ -19,6 +19,7 @@ from reconcile.cases import priority_as_of
 from reconcile.db import dialect_of, table_of
 from reconcile.models import (
     CaseState,
+    Confirmation,
     ExceptionCase,
     InboxItem,
     PixReceived,
@@ -294,7 +295,12 @@ def hourly_pix(session: Session, start: datetime, end: datetime) -> dict[int, Ho
             func.max(lag),
         )
         .select_from(pix.join(inbox, inbox.c.id == pix.c.inbox_item_id))
-        .where(pix.c.horario >= start, pix.c.horario < end)
+        .where(
+            pix.c.horario >= start,
+            pix.c.horario < end,
+            # A Pix the provider's API denies (a possible forgery) was never received.
+            pix.c.confirmation != Confirmation.UNCONFIRMED_WEBHOOK.value,
+        )
         .group_by(bucket)
     )
     return {

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -181,11 +182,16 @@ def _cell(key: str, value: Any) -> str:
 
 
 def exceptions_table(
-    cases: list[dict[str, Any]], *, wide: bool = False, title: str = "Exceptions"
+    cases: list[dict[str, Any]],
+    *,
+    wide: bool = False,
+    title: str = "Exceptions",
+    today: date | None = None,
 ) -> Table:
     """Each exception with how much, why, what to do and the references a person knows
     it by. Narrow (the default) fits 80 columns by stacking these in three columns;
-    ``wide`` gives every field its own column."""
+    ``wide`` gives every field its own column. ``today``: for a work list read today, a
+    last day to refund that has gone by says so (a day's report reads as of its end)."""
     if wide:
         table = human_table(*(header for header, _ in EXCEPTION_COLUMNS_WIDE), title=title)
         for case in cases:
@@ -202,7 +208,8 @@ def exceptions_table(
             f"[bold]→ {escape(case['action'])}[/]",
         ]
         if case.get("refund_by"):
-            about.append(f"refund by {br_date(case['refund_by'])}")
+            passed = today is not None and today > date.fromisoformat(str(case["refund_by"]))
+            about.append(f"refund by {br_date(case['refund_by'])}{' — passed' if passed else ''}")
         if case.get("note"):
             about.append(f"note: {escape(case['note'])}")
         table.add_row(

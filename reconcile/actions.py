@@ -174,6 +174,11 @@ def suggested_action(
                 )
             by = f"by {sp_time(deadline)}" if deadline is not None else "before its deadline"
             return f"answer the MED case {by}: {brl(expected)} may be debited"
+        if status == "unconfirmed_webhook":
+            return (
+                f"ask the provider about the MED case notified for {brl(expected)}: its API "
+                "does not know it (possible forgery), so nothing of it is counted at risk"
+            )
         if status == "debit_without_case":
             return f"ask the provider which MED case the debit of {brl(actual)} belongs to"
         if status == "debit_never_came":

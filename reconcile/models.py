@@ -364,6 +364,9 @@ class InfractionBase(SQLModel):
 
 # A MED case in these is still open: its money is at risk.
 OPEN_INFRACTION_STATES = ("OPEN", "ACKNOWLEDGED")
+# A notified case the provider's API answers it does not know (a possible forgery): no
+# money of it is at risk. Any later word of the provider's about it replaces this (rank 0).
+UNKNOWN_INFRACTION_STATE = "UNKNOWN_TO_PROVIDER"
 
 
 class Infraction(InfractionBase, LatestState, table=True):

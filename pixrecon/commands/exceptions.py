@@ -77,7 +77,7 @@ def exceptions(
         # As wide as the fields need: for a wide terminal, or a pager with -S.
         Console(width=max(console.width, 5000)).print(exceptions_table(rows, wide=True))
         return
-    console.print(exceptions_table(rows))
+    console.print(exceptions_table(rows, today=business_today()))
 
 
 def _judged_or_exit(engine: Engine, day: date) -> None:

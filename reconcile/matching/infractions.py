@@ -27,7 +27,12 @@ from reconcile.matching.context import (
     statement_lines,
 )
 from reconcile.matching.verdicts import Verdict, insert_verdicts
-from reconcile.models import OPEN_INFRACTION_STATES, Infraction, StatementEntry
+from reconcile.models import (
+    OPEN_INFRACTION_STATES,
+    UNKNOWN_INFRACTION_STATE,
+    Infraction,
+    StatementEntry,
+)
 from reconcile.timeutil import as_utc
 
 OPEN_STATES = OPEN_INFRACTION_STATES
@@ -86,6 +91,7 @@ def open_at_end(cases: Any, ctx: RunContext) -> ColumnElement[bool]:
     opened = func.coalesce(cases.c.opened_at, changed)
     return and_(
         opened < ctx.as_of,
+        cases.c.status != UNKNOWN_INFRACTION_STATE,
         or_(cases.c.status.in_(OPEN_STATES), changed >= ctx.as_of),
     )
 
@@ -105,6 +111,11 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
                 ),
                 open_at_end(case_table, ctx),
                 case_table.c.infraction_id.in_(debited_today),
+                # One the provider does not know: the day it was opened says so.
+                and_(
+                    case_table.c.status == UNKNOWN_INFRACTION_STATE,
+                    ctx.within(func.coalesce(case_table.c.opened_at, case_table.c.updated_at)),
+                ),
             )
         )
         .subquery("i")
@@ -117,6 +128,13 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
             "debit_without_case",
             True,
             "an infraction debit in the statement with no case known",
+        ),
+        (
+            cases.c.status == UNKNOWN_INFRACTION_STATE,
+            "unconfirmed_webhook",
+            True,
+            "a MED case notified, but the provider does not know it (possible forgery): "
+            "nothing of it is at risk",
         ),
         (
             open_at_end(cases, ctx),
@@ -174,7 +192,7 @@ def med_exposure(session: Session, ctx: RunContext) -> dict[str, Any]:
             cases.c.opened_at,
             cases.c.deadline_at,
         )
-        .where(or_(is_open, closed_today))
+        .where(or_(is_open, closed_today), cases.c.status != UNKNOWN_INFRACTION_STATE)
         .order_by(cases.c.deadline_at, cases.c.infraction_id)
     ).all()
     listed = [

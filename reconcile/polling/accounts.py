@@ -18,6 +18,7 @@ from reconcile.logs import get_logger
 from reconcile.matching.context import PAYOUT, PAYOUT_REFUND
 from reconcile.models import (
     OPEN_INFRACTION_STATES,
+    UNKNOWN_INFRACTION_STATE,
     AccountMovement,
     Infraction,
     PayoutReturn,
@@ -85,23 +86,37 @@ def refresh_open_infractions(
     good, at risk on every later day, and its debit would find no closed case; and a case
     must close on the day it closed, not the day its notification was read."""
     open_here = func.upper(col(Infraction.status)).in_(OPEN_INFRACTION_STATES)
+    unknown_here = col(Infraction.status) == UNKNOWN_INFRACTION_STATE
     with session_scope(engine) as session:
         ids = list(
             session.execute(
                 select(col(Infraction.infraction_id))
-                .where(or_(open_here, col(Infraction.provider_updated_at).is_(None)))
+                .where(or_(open_here, unknown_here, col(Infraction.provider_updated_at).is_(None)))
                 .order_by(col(Infraction.infraction_id))
                 .limit(limit)
             ).scalars()
         )
     listed: list[dict[str, Any]] = []
+    answered: set[str] = set()
 
     def found() -> Iterator[dict[str, Any]]:
-        for _, case in ask_each(ids, api.get_infraction, unknown=UNKNOWN_INFRACTION):
+        for asked, case in ask_each(ids, api.get_infraction, unknown=UNKNOWN_INFRACTION):
+            answered.add(asked)
             listed.append(case)
             yield case
 
     result = walk_and_store(engine, found(), _notification("INFRACTION"), on_new, what="infraction")
+    with session_scope(engine) as session:
+        # A case only a notification spoke of, which the provider does not know: nothing
+        # of it is at risk, and the day it was opened says so (``matching/infractions``).
+        session.execute(
+            update(Infraction)
+            .where(
+                col(Infraction.infraction_id).in_([i for i in ids if i not in answered]),
+                col(Infraction.status) != UNKNOWN_INFRACTION_STATE,
+            )
+            .values(status=UNKNOWN_INFRACTION_STATE, rank=0)
+        )
     # The API's answer in a status already stored is a repeat of that item, not processed
     # again: its closing time, which the notification lacked, is written here.
     with session_scope(engine) as session:

@@ -86,6 +86,8 @@ def test_exceptions_at_80_columns_and_wide(
     assert "*********01" in shown.stdout
     assert "12345678901" not in shown.stdout
     assert "10/03/2026" in shown.stdout
+    # Read today, months after the day: the last day to refund has gone by, and says so.
+    assert "passed" in shown.stdout
     wide = run_pixrecon("exceptions", "--date", DAY.isoformat(), "--wide", cwd=tmp_path, env=env)
     assert wide.returncode == 0, wide.stderr
     header = next(line for line in wide.stdout.splitlines() if "endToEndId" in line)

@@ -887,6 +887,32 @@ def test_a_case_left_open_is_asked_for_again_and_its_later_debit_found(engine: E
     assert refresh_open_infractions(api, engine).seen == 0
 
 
+def test_a_case_the_provider_does_not_know_puts_nothing_at_risk(engine: Engine) -> None:
+    """A forged MED notification: once the API answers it knows no such case, no money of
+    it is at risk, and its day names it a possible forgery rather than an open case."""
+    from reconcile.polling.accounts import refresh_open_infractions
+
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    forged = {"id": "med-forged", "status": "CLOSED", "amount": "300.00"}
+    book.infraction({**forged, "createdAt": book.at("10:00").isoformat()})
+    first = reconcile_day(engine, PAST, now=AFTER)
+    assert first.report["med"]["at_risk_cents"] == 30_000
+    api: Any = _ClosedSince({"id": "someone-else"})
+    refresh_open_infractions(api, engine)
+    assert api.asked == ["med-forged"]
+
+    again = reconcile_day(engine, PAST, now=AFTER + timedelta(days=1))
+    assert again.report["med"]["at_risk_cents"] == 0
+    assert again.report["med"]["open_cases"] == 0
+    verdict = verdicts_of(engine, again)[("infraction", "med-forged")]
+    assert (verdict.status, verdict.exception) == ("unconfirmed_webhook", True)
+    assert again.verdict is DayVerdict.BREAKS
+    with session_scope(engine) as session:
+        (case,) = [c for c in case_rows(session, day=PAST) if c["ref"] == "med-forged"]
+    assert case["action"].startswith("ask the provider about the MED case notified for R$ 300,00")
+
+
 class _PixNow:
     """``GET /pix/{e2eid}``: the Pix with its refund settled since."""
 
