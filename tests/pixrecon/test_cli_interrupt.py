@@ -23,10 +23,10 @@ from sqlalchemy import func, select
 
 from pixrecon.cli import run
 from reconcile.db import create_db_engine, session_scope, table_of
-from reconcile.models import ReconciliationItem, ReconciliationRun
+from reconcile.models import ReconciliationItem, ReconciliationRun, ScheduledJob
 from reconcile.nightly import reconcile_day
 from reconcile.settings import get_settings
-from reconcile.timeutil import business_day_bounds
+from reconcile.timeutil import as_utc, business_day_bounds, utcnow
 from tests.cli_support import clean_env
 from tests.conftest import free_port
 from tests.reconcile.day_book import DayBook
@@ -147,7 +147,19 @@ def test_ctrl_c_in_any_command_is_one_line_and_130(database: str, tmp_path: Path
         "provider call failed",
     )
     assert code == 130, stderr
-    assert "the command stopped before it finished (Ctrl-C)" in _the_line(stderr)
+    line = _the_line(stderr)
+    # What was left, and that the workers' own polls are not held up by it.
+    assert "the poll stopped before it finished (Ctrl-C)" in line
+    assert "the next poll resumes it" in line
+    assert "its lease is given back" in line
+    engine = create_db_engine(database)
+    try:
+        with session_scope(engine) as session:
+            job = session.get(ScheduledJob, "poll_qrcode")
+            leased_until = job.leased_until if job is not None else None
+    finally:
+        engine.dispose()
+    assert leased_until is None or as_utc(leased_until) <= utcnow()
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
