@@ -190,7 +190,15 @@ def _over_later(ctx: RunContext) -> FromClause:
         payout_time(M) < ctx.start,
         ~_debited_before(key, M.c.end_to_end_id, since),
     )
-    heard = _heard_of(M, payout_time(M) < ctx.start, M.c.first_seen_at >= since)
+    # Every row of each payout a row of which was first heard of today: one heard of
+    # before (a CASHOUT after its TRANSFER) makes it no payout first heard of today.
+    recent = M.alias("recent")
+    heard_today = select(payout_key(recent)).where(
+        is_payout(recent),
+        recent.c.first_seen_at >= since,
+        recent.c.first_seen_at < ctx.statement_end,
+    )
+    heard = _heard_of(M, payout_time(M) < ctx.start, payout_key(M).in_(heard_today))
     first_heard = select(heard.c.key).where(
         heard.c.first_seen_at >= since,
         heard.c.first_seen_at < ctx.statement_end,

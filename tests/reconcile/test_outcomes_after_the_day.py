@@ -12,7 +12,9 @@ import pytest
 from sqlalchemy import Engine
 
 from reconcile.matching.judgement import DayVerdict
+from reconcile.models import Source
 from reconcile.nightly import NightlyResult, reconcile_day
+from reconcile.payloads.accounts import accounts_items
 from reconcile.timeutil import business_day_bounds
 from tests.reconcile.day_book import DayBook, verdicts_of
 
@@ -209,6 +211,25 @@ def test_a_payout_first_heard_of_the_next_day_leaves_its_own_day_as_it_stood(
     judged = verdicts_of(engine, next_day)[("payout", KEY)]
     assert (judged.status, judged.exception) == there
     assert next_day.verdict == day_after
+
+
+def test_a_payout_heard_of_on_its_day_is_no_later_days_even_by_another_notification(
+    engine: Engine,
+) -> None:
+    """Seen processing on its day, rejected the next by a CASHOUT (a row of its own): the
+    next day did not first hear of it, and judges nothing of it."""
+    book, _ = _quiet_first_day(engine)
+    _overnight(book, "PROCESSING", DAY, "22:30")
+    following = book.next_day()
+    cashout = {
+        "idempotencyKey": KEY,
+        "status": "REJECTED",
+        "createdAt": book.at("22:00").isoformat(),
+    }
+    items = accounts_items({"type": "CASHOUT", "data": cashout})
+    book._store(items, Source.WEBHOOK, following.at("09:00"))
+    next_day = reconcile_day(engine, following.day, now=_after(following.day))
+    assert ("payout", KEY) not in verdicts_of(engine, next_day)
 
 
 RTR = "D99999008202603110300refundlate1"
