@@ -16,7 +16,7 @@ from sqlmodel import col
 
 from reconcile.db import session_scope, table_of
 from reconcile.formats import brl, duration
-from reconcile.models import InboxItem, PixReceived
+from reconcile.models import Confirmation, InboxItem, PixReceived
 from reconcile.nightly import EXCEPTION_FIELDS
 from reconcile.timeutil import business_day_bounds
 from tests.dashboard.support import figures, judged, played_with_dashboard, sign_in
@@ -141,15 +141,28 @@ def _recent_days_are_charted(
     assert row["webhook"] == str(webhook)
     assert row["poll_only"] == str(counts.get("missing_webhook", 0))
     assert row["coverage"] == f"{webhook / movements * 100:.1f}%".replace(".", ",")
-    # Per hour of the day: the Pix received, as they stand in the database.
+    # Per hour of the day: the Pix received, as they stand in the database, but for those
+    # the provider's API denies (the scenario's forged one): never received.
     start, end = business_day_bounds(day.day)
     pix, inbox = table_of(PixReceived), table_of(InboxItem)
     with session_scope(engine) as session:
         by_webhook, total = session.execute(
             select(func.sum(case((inbox.c.webhook_count > 0, 1), else_=0)), func.count())
             .select_from(pix.join(inbox, inbox.c.id == pix.c.inbox_item_id))
-            .where(pix.c.horario >= start, pix.c.horario < end)
+            .where(
+                pix.c.horario >= start,
+                pix.c.horario < end,
+                pix.c.confirmation != Confirmation.UNCONFIRMED_WEBHOOK.value,
+            )
         ).one()
+        denied = session.execute(
+            select(func.count()).where(
+                pix.c.horario >= start,
+                pix.c.horario < end,
+                pix.c.confirmation == Confirmation.UNCONFIRMED_WEBHOOK.value,
+            )
+        ).scalar_one()
+    assert denied >= 1
     assert total > by_webhook > 0
     hours = figures(page.text)
     assert sum(int(v) for k, v in hours.items() if k.endswith(".webhook")) == by_webhook
