@@ -347,7 +347,8 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
     polls = func.coalesce(inbox.c.poll_count, 0)
     booked = s.c.rtr.is_not(None)
     med = r.c.natureza.in_(MED_NATURES)
-    refused = and_(r.c.status == "NAO_REALIZADO", ~booked, ~r.c.later)
+    # ``later`` is NULL for a refund with no settlement time: a refused one, above all.
+    refused = and_(r.c.status == "NAO_REALIZADO", ~booked, r.c.later.is_not(True))
     verdicts: list[Verdict] = [
         (
             and_(r.c.ref.is_(None), earlier.c.rtr.is_not(None)),

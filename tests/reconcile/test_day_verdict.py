@@ -320,6 +320,8 @@ def test_refunds_found_by_polling_and_refused_ones_say_so(engine: Engine) -> Non
     refused = verdicts[("movement", refused_rtr)]
     assert (refused.status, refused.exception) == ("matched", False)
     assert "no money moved" in refused.reason
+    # What was asked, and nothing moved: a sum of actual amounts is money that moved.
+    assert (refused.expected_cents, refused.actual_cents) == (1_000, 0)
     assert verdicts[("movement", e2e)].net_cents == 7_000
     rows = _bridge(result)
     assert rows["refunds_sent"]["api_cents"] == rows["refunds_sent"]["statement_cents"] == 3_000
