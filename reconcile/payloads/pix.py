@@ -257,7 +257,7 @@ PIX_FIELDS = frozenset(PixItem.model_fields)
 
 
 # The fields of a Pix as the BCB callback documents them. A Pix holding only these, each
-# written as documented, is read without the tolerant models (``_as_documented``).
+# written as documented, is read without the tolerant models (``_as_documented``; the workers' ``pix_row`` likewise).
 _DOCUMENTED = frozenset(("endToEndId", "txid", "valor", "horario", "chave", "infoPagador"))
 # ``fullmatch``: ``$`` in Python's patterns also matches before a final newline.
 _E2E = re.compile(E2E_PATTERN.strip("^$"))
@@ -273,7 +273,7 @@ def _documented_text(raw: dict[str, Any], name: str, longest: int = 1 << 62) -> 
     return isinstance(value, str) and len(value) <= longest and "\x00" not in value
 
 
-def _is_documented(raw: Any) -> bool:
+def is_documented(raw: Any) -> bool:
     """A Pix exactly as the BCB documents it: in the callback, it holds its five fields (and
     ``infoPagador``), each in its documented form. The tolerant reading finds nothing to
     flag in it and keys it by its ``endToEndId``; anything else goes that way."""
@@ -302,7 +302,7 @@ def _as_documented(document: Any) -> list[NewItem] | None:
     if not isinstance(document, dict) or len(document) != 1:
         return None
     found = document.get("pix")
-    if not isinstance(found, list) or not found or not all(map(_is_documented, found)):
+    if not isinstance(found, list) or not found or not all(map(is_documented, found)):
         return None
     return [_documented_item(raw) for raw in found]
 

@@ -1,19 +1,25 @@
 """A Pix callback written as the BCB documents it is read without the tolerant models
-(reconcile/payloads/pix.py, ``_as_documented``). That shortcut must give exactly the items,
-keys, payloads, warnings and references the tolerant reading gives, for every body: it
-only decides which of the two does the work."""
+(reconcile/payloads/pix.py, ``_as_documented``), and so is a stored Pix by the workers
+(reconcile/handlers/pix.py, ``pix_fields``). Those shortcuts must give exactly the items,
+keys, payloads, warnings and references, and the row's fields, the tolerant reading gives,
+for every body: they only decide which of the two does the work."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reconcile.handlers.common import PermanentItemError
+from reconcile.handlers.pix import pix_fields, tolerant_pix_fields
+from reconcile.models import ItemKind
 from reconcile.payloads import PayloadInvalid
-from reconcile.payloads.pix import pix_callback_items, read_tolerantly
+from reconcile.payloads.pix import is_documented, pix_callback_items, read_tolerantly
 
 E2E = "E12345678202611281000abcdefghijk"
 
@@ -84,6 +90,32 @@ def test_every_body_reads_as_the_tolerant_models_read_it(body: Any) -> None:
     assert _read(pix_callback_items, body) == _read(read_tolerantly, body)
 
 
+def _fields(read: Any, raw: Any) -> Any:
+    try:
+        return read(raw)
+    except PermanentItemError as exc:
+        return ("failed", str(exc))
+
+
+def _rows_read_alike(body: Any) -> None:
+    """Each stored Pix of ``body``, read back as a worker reads it, gives the same row
+    fields either way."""
+    try:
+        items = read_tolerantly(body)
+    except PayloadInvalid:
+        return
+    for item in items:
+        if item.kind == ItemKind.PIX.value:
+            raw = json.loads(item.payload, parse_float=Decimal)
+            assert _fields(pix_fields, raw) == _fields(tolerant_pix_fields, raw)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(bodies)
+def test_every_stored_pix_makes_the_row_the_tolerant_model_makes(body: Any) -> None:
+    _rows_read_alike(body)
+
+
 PLAIN = {
     "endToEndId": E2E,
     "txid": "cob123",
@@ -100,6 +132,20 @@ PLAIN = {
 def test_each_near_miss_reads_as_the_tolerant_models_read_it(name: str, value: Any) -> None:
     body = {"pix": [{**PLAIN, name: value}]}
     assert _read(pix_callback_items, body) == _read(read_tolerantly, body)
+    _rows_read_alike(body)
+
+
+def test_the_documented_pix_takes_the_shortcut_and_keeps_every_field() -> None:
+    (item,) = pix_callback_items({"pix": [PLAIN]})
+    raw = json.loads(item.payload, parse_float=Decimal)
+    assert is_documented(raw)
+    fields = pix_fields(raw)
+    assert fields == tolerant_pix_fields(raw)
+    assert (fields.end_to_end_id, fields.valor, fields.chave) == (
+        E2E,
+        Decimal("110.00"),
+        PLAIN["chave"],
+    )
 
 
 @pytest.mark.parametrize(

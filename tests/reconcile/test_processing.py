@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlmodel import col
 
-from reconcile.db import session_scope
+from reconcile.db import create_db_engine, session_scope
 from reconcile.handlers import BATCH_HANDLERS, BatchHandler
 from reconcile.handlers import pix as pix_handlers
 from reconcile.inbox import NewItem, dump_json, store_items
@@ -182,3 +182,35 @@ def test_a_batch_takes_exactly_the_items_it_was_given(engine: Engine) -> None:
         "pending",
         "processed",
     ]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "poison",
+    [{"end_to_end_id": "E" * 40}, {"info_pagador": "pedido\x00"}, {"txid": "t" * 36}],
+    ids=["too-long-key", "nul", "too-long-txid"],
+)
+def test_a_value_its_column_cannot_hold_fails_its_item_and_is_never_cut(
+    postgres_database_url: str, monkeypatch: pytest.MonkeyPatch, poison: dict[str, object]
+) -> None:
+    """On PostgreSQL a batch's rows go as one JSON document: a value too long for its
+    column must fail its item as a parameter would, never be cut to fit by a cast."""
+    engine = create_db_engine(postgres_database_url)
+    real = pix_handlers.pix_row
+
+    def row(item: InboxItem) -> dict[str, object]:
+        made = real(item)
+        return {**made, **poison} if item.key == "pix:poison" else made
+
+    batch = BATCH_HANDLERS["pix"]
+    monkeypatch.setitem(BATCH_HANDLERS, "pix", BatchHandler(row, batch.write))
+    monkeypatch.setattr(pix_handlers, "pix_row", row)
+    good = [pix(txid=None) for _ in range(3)]
+    items = [("pix", f"pix:{b['endToEndId']}", b) for b in good]
+    ids = _store_many(engine, [*items, ("pix", "pix:poison", pix(txid=None))])
+    report = process_items(engine, ids)
+    assert report.failed == [ids[-1]]
+    with session_scope(engine) as session:
+        stored = set(session.execute(select(col(PixReceived.end_to_end_id))).scalars())
+    assert stored == {str(b["endToEndId"]) for b in good}
+    engine.dispose()
