@@ -257,7 +257,8 @@ PIX_FIELDS = frozenset(PixItem.model_fields)
 
 
 # The fields of a Pix as the BCB callback documents them. A Pix holding only these, each
-# written as documented, is read without the tolerant models (``_as_documented``; the workers' ``pix_row`` likewise).
+# written as documented, is read without the tolerant models (``_as_documented``; the
+# workers' ``pix_fields`` likewise).
 _DOCUMENTED = frozenset(("endToEndId", "txid", "valor", "horario", "chave", "infoPagador"))
 # ``fullmatch``: ``$`` in Python's patterns also matches before a final newline.
 _E2E = re.compile(E2E_PATTERN.strip("^$"))

@@ -6,10 +6,9 @@ for every body: they only decide which of the two does the work."""
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
-
-import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
