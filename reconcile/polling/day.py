@@ -36,6 +36,7 @@ from reconcile.polling.accounts import (
 from reconcile.polling.qrcode import (
     QrCodeSource,
     RecurrenceSource,
+    ask_refunded_pix_of_statement,
     describe_recurrences,
     poll_charges,
     poll_received_pix,
@@ -217,6 +218,11 @@ def fetch_window(
         # Stamped with the moment it was read: a balance asked for now is not the balance
         # at the end of a past window.
         fetched.add("balance", poll_balance(accounts, engine, utcnow(), on_new))
+        if Family.QRCODE in families and qrcode is not None:
+            fetched.add(
+                "refunded_pix",
+                ask_refunded_pix_of_statement(qrcode, engine, start, end, on_new),
+            )
     return fetched
 
 

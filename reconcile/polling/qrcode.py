@@ -17,7 +17,8 @@ from reconcile.confirmation import confirm_listed
 from reconcile.db import session_scope
 from reconcile.handlers.automatico import calendar_of
 from reconcile.inbox import NewItem
-from reconcile.models import PixRefund, Recurrence
+from reconcile.matching.context import REFUND_SENT
+from reconcile.models import PixRefund, Recurrence, StatementEntry
 from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
 from reconcile.payloads.charges import charge_item
 from reconcile.payloads.pix import api_pix_items
@@ -100,6 +101,52 @@ def refresh_refunds_in_progress(
         )
 
     found = ask_each(refunded, api.get_pix, unknown="refunded_pix_unknown_to_provider")
+    return walk_and_store(
+        engine, (pix for _, pix in found), api_pix_items, on_new, what="refunded Pix"
+    )
+
+
+def ask_refunded_pix_of_statement(
+    api: PixSource,
+    engine: Engine,
+    start: datetime,
+    end: datetime,
+    on_new: OnNew = None,
+    *,
+    limit: int = 500,
+) -> PollResult:
+    """Each Pix whose refund the statement booked in [start, end] without the refund being
+    known here as settled, asked for (``GET /pix/{e2eid}``). ``GET /pix`` lists a Pix by
+    when it was received: a refund of an earlier day's Pix that no notification announced
+    would be found only by polling that day again, so the verdict on the day of its debit
+    would change with whether the earlier day was re-run."""
+    line = StatementEntry
+    settled = (
+        select(col(PixRefund.id))
+        .where(
+            col(PixRefund.rtr_id) == col(line.end_to_end_id),
+            func.upper(col(PixRefund.status)) == "DEVOLVIDO",
+        )
+        .exists()
+    )
+    with session_scope(engine) as session:
+        named = list(
+            session.execute(
+                select(col(line.original_end_to_end_id))
+                .where(
+                    col(line.type) == "DEBIT",
+                    col(line.category).in_(REFUND_SENT),
+                    col(line.original_end_to_end_id).is_not(None),
+                    col(line.booked_at) >= start,
+                    col(line.booked_at) <= end,
+                    ~settled,
+                )
+                .group_by(col(line.original_end_to_end_id))
+                .order_by(col(line.original_end_to_end_id))
+                .limit(limit)
+            ).scalars()
+        )
+    found = ask_each(named, api.get_pix, unknown="refunded_pix_unknown_to_provider")
     return walk_and_store(
         engine, (pix for _, pix in found), api_pix_items, on_new, what="refunded Pix"
     )

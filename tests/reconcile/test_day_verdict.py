@@ -988,6 +988,61 @@ def test_a_refund_left_in_progress_is_asked_for_again_and_judged_the_day_it_sett
     assert again.report["totals"]["refunds"] == first.report["totals"]["refunds"]
 
 
+def test_a_refund_nobody_notified_of_an_earlier_days_pix_is_found_by_the_pix_its_line_names(
+    engine: Engine,
+) -> None:
+    """``GET /pix`` lists a Pix on the day it was received: a refund of it settled on a
+    later day, never notified, is found through the Pix its statement line names, the
+    first time that later day is judged, not only once the earlier day is polled again."""
+    from reconcile.polling.qrcode import ask_refunded_pix_of_statement
+
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    e2e = book.pix(8_000, "12:00")
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 8_000, "12:00", credit=True, endToEndId=e2e)
+    later = PAST + timedelta(days=1)
+    next_day = DayBook(engine, later)
+    next_day.balance = book.balance
+    rtr = "D99999008202603110900unnotified1"
+    settled = {
+        "id": "dev-unnotified",
+        "rtrId": rtr,
+        "valor": "80.00",
+        "status": "DEVOLVIDO",
+        "horario": {
+            "solicitacao": next_day.at("09:00").isoformat(),
+            "liquidacao": next_day.at("09:00").isoformat(),
+        },
+    }
+    next_day.line(
+        "PIX_REFUND_SENT", 8_000, "09:00", credit=False, endToEndId=rtr, originalEndToEndId=e2e
+    )
+    start, end = business_day_bounds(later)
+    api: Any = _PixNow(
+        {
+            "endToEndId": e2e,
+            "valor": "80.00",
+            "horario": book.at("12:00").isoformat(),
+            "devolucoes": [settled],
+        }
+    )
+    found = ask_refunded_pix_of_statement(
+        api, engine, start, end, lambda ids: process_items(engine, ids)
+    )
+    assert api.asked == [e2e]
+    assert found.seen == 1
+    judged_day = reconcile_day(engine, later, now=end + timedelta(hours=2))
+    judged = verdicts_of(engine, judged_day)[("movement", rtr)]
+    assert (judged.status, judged.exception) == ("missing_webhook", False)
+    assert judged.reason == "a refund found by polling only: no webhook came"
+    assert judged_day.report["totals"]["refunds"]["api"] == 8_000
+    assert judged_day.verdict is DayVerdict.RECONCILED
+    # Settled here now: the line names nothing left to ask for.
+    assert ask_refunded_pix_of_statement(api, engine, start, end).seen == 0
+    assert api.asked == [e2e]
+
+
 def test_a_pix_booked_past_the_date_lag_is_its_own_days_break_and_explains_the_next_days_line(
     engine: Engine,
 ) -> None:
