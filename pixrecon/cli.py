@@ -155,6 +155,8 @@ def _run(args: list[str] | None) -> int:
             named = " ".join(["pixrecon", *words])
             where = named if len(named) > len(known) else known
             said = exc.format_message().replace("Value error, ", "")
+            # Click lists choices one a line, tab-indented: one line, as every failure.
+            said = " ".join(said.split())
             say(f"{escape(said)} (see `{where} --help`)")
         return EXIT_COULD_NOT_RUN
     except typer.Abort:

@@ -270,7 +270,8 @@ def print_report(result: NightlyResult, console: Console) -> None:
         console.print(
             f"above, the {count(len(shown))} most urgent of {count(report['open_exceptions'])} "
             f"exceptions; all of them: [bold]pixrecon exceptions --date {day}[/], or for a "
-            f"spreadsheet [bold]pixrecon export --date {day} --kind exceptions --excel[/]"
+            f"spreadsheet [bold]pixrecon export --date {day} --kind exceptions --format csv "
+            "--excel[/]"
         )
     console.print(deliveries_table(report.get("deliveries", {})))
     for reason in report["incomplete_because"]:

@@ -119,11 +119,22 @@ _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 def day_option(raw: str, option: str = "--date") -> date:
     """A business day given as YYYY-MM-DD, or the command fails naming ``option``."""
     try:
-        if _ISO_DAY.fullmatch(raw):
-            return date.fromisoformat(raw)
+        day = date.fromisoformat(raw) if _ISO_DAY.fullmatch(raw) else None
     except ValueError:
-        pass
-    raise fail(f"{option} must be YYYY-MM-DD, got {escape(repr(raw))}")
+        day = None
+    if day is None:
+        raise fail(f"{option} must be YYYY-MM-DD, got {escape(repr(raw))}")
+    if not FIRST_DAY <= day <= LAST_DAY:
+        # A day's window, with the margins read around it, must be a time Python can hold.
+        raise fail(
+            f"{option} {day.isoformat()} is outside the days pixrecon handles "
+            f"({FIRST_DAY.isoformat()} to {LAST_DAY.isoformat()})"
+        )
+    return day
+
+
+FIRST_DAY = date(1900, 1, 1)
+LAST_DAY = date(9998, 12, 31)
 
 
 def is_iso_day_prefixed(raw: str) -> bool:

@@ -16,6 +16,7 @@ from sqlalchemy import (
     or_,
     select,
     true,
+    tuple_,
 )
 from sqlmodel import Session
 
@@ -41,9 +42,12 @@ OPEN_STATES = OPEN_INFRACTION_STATES
 def case_of_line() -> ColumnElement[str]:
     """The MED case a statement debit belongs to: its ``infractionId``; else the case that
     disputes the Pix the line names (of those, the one whose debit has its amount); else,
-    for a bare line, the one case whose debit has that amount and that no other line names
-    (providers do not always say which case debited). Two such cases of one amount stay
-    unmatched: guessing would be a lie."""
+    for a bare line, a case whose debit has that amount and that no other line names
+    (providers do not always say which case debited). When there are as many bare lines of
+    an amount as such cases, each case has its debit, and the lines are paired with them
+    in order (by booking, and by case id): which of two equal debits is whose changes no
+    figure. Otherwise they stay unmatched: guessing which case went undebited would be a
+    lie."""
     S, cases = table_of(StatementEntry), table_of(Infraction)
     # Two cases may dispute one Pix, each debited on a line naming it: the line goes to
     # the case whose debit it is by amount, before falling back to the first case.
@@ -76,9 +80,65 @@ def case_of_line() -> ColumnElement[str]:
         candidate.c.debited_cents.is_(None),
         candidate.c.debited_cents != 0,
     )
+    candidates = and_(debit == S.c.amount_cents, may_have_debited, ~named)
+    bare = S.alias("bare_line")
+    disputed = cases.alias("disputed")
+    # Lines of the same amount that name no case and no Pix a case disputes: the ones a
+    # case of that amount is looked for by amount.
+    bare_alike = and_(
+        bare.c.type == "DEBIT",
+        in_categories(bare.c.category, INFRACTION_DEBIT),
+        bare.c.infraction_id.is_(None),
+        bare.c.amount_cents == S.c.amount_cents,
+        ~select(disputed.c.id).where(disputed.c.end_to_end_id == bare.c.end_to_end_id).exists(),
+    )
+    # Correlated by hand: nested two deep, SQLAlchemy would read the line's table afresh.
+    lines = select(func.count()).where(bare_alike).correlate(S).scalar_subquery()
+    line_rank = (
+        select(func.count())
+        .where(bare_alike, tuple_(bare.c.booked_at, bare.c.id) <= tuple_(S.c.booked_at, S.c.id))
+        .correlate(S)
+        .scalar_subquery()
+    )
+    earlier = cases.alias("earlier_candidate")
+    case_rank = (
+        select(func.count())
+        .select_from(earlier)
+        .where(
+            func.coalesce(func.nullif(earlier.c.debited_cents, 0), earlier.c.amount_cents)
+            == S.c.amount_cents,
+            or_(
+                earlier.c.status.in_(OPEN_STATES),
+                earlier.c.debited_cents.is_(None),
+                earlier.c.debited_cents != 0,
+            ),
+            ~select(other.c.id)
+            .where(
+                other.c.type == "DEBIT",
+                in_categories(other.c.category, INFRACTION_DEBIT),
+                or_(
+                    other.c.infraction_id == earlier.c.infraction_id,
+                    other.c.end_to_end_id == earlier.c.end_to_end_id,
+                ),
+            )
+            .exists(),
+            earlier.c.infraction_id <= candidate.c.infraction_id,
+        )
+        .correlate(S, candidate)
+        .scalar_subquery()
+    )
     by_amount = (
-        select(case((func.count() == 1, func.min(candidate.c.infraction_id)), else_=None))
-        .where(debit == S.c.amount_cents, may_have_debited, ~named)
+        select(
+            case(
+                (func.count() == 1, func.min(candidate.c.infraction_id)),
+                (
+                    func.count() == lines,
+                    func.min(case((case_rank == line_rank, candidate.c.infraction_id))),
+                ),
+                else_=None,
+            )
+        )
+        .where(candidates)
         .scalar_subquery()
     )
     return func.coalesce(S.c.infraction_id, by_pix, by_amount)

@@ -256,9 +256,12 @@ def latest_payouts(ctx: RunContext) -> FromClause:
             ctx.within(payout_time(M)).label("own_day"),
             scheduled.label("scheduled"),
             func.row_number().over(partition_by=key, order_by=M.c.rank.desc()).label("nth"),
-            # What any notification of the payout stated it was for: a rejection (a
-            # CASHOUT) seldom repeats the amount, and finance must see what did not go out.
-            func.max(M.c.amount_cents).over(partition_by=key).label("stated_cents"),
+            # What the payout was for, as the API confirmed it, else as any notification of
+            # it stated: a rejection (a CASHOUT) seldom repeats the amount, and finance must
+            # see what did not go out.
+            func.max(func.coalesce(M.c.confirmed_amount_cents, M.c.amount_cents))
+            .over(partition_by=key)
+            .label("stated_cents"),
         )
         .select_from(M.outerjoin(returned, returned.c.key == key))
         .where(

@@ -28,6 +28,18 @@ CASES: dict[str, Case] = {
         {},
         "requires 2 arguments. (see `pixrecon reconcile --help`)",
     ),
+    # Click's list of choices, one a line, comes as one line like every failure.
+    "choices_on_one_line": (
+        ("export", "--date", "2026-01-01", "--kind", "exceptions"),
+        {},
+        "Missing option '--format' / '-f'. Choose from: csv, jsonl, ofx "
+        "(see `pixrecon export --help`)",
+    ),
+    "day_out_of_range": (
+        ("reconcile", "--date", "0001-01-01"),
+        {},
+        "--date 0001-01-01 is outside the days pixrecon handles (1900-01-01 to 9998-12-31)",
+    ),
     # Commands other than serve, demo and db upgrade never create a database.
     "events_no_database": (("events",), {}, "there is no database at {tmp}/pixrecon.db"),
     "show_no_database": (("events", "show", "1"), {}, "`pixrecon db upgrade`"),

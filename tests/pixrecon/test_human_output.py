@@ -113,7 +113,8 @@ def test_a_day_of_many_exceptions_prints_the_most_urgent_and_says_where_the_rest
     shown = {e["case_id"] for e in result.report["exceptions"]} - {urgent["case_id"]}
     assert not any(re.search(rf"^│ {case_id}\b", text, re.M) for case_id in shown)
     assert "above, the 1 most urgent of 3 exceptions" in " ".join(text.split())
-    assert "pixrecon export --date 2026-03-10 --kind exceptions --excel" in " ".join(text.split())
+    hint = "pixrecon export --date 2026-03-10 --kind exceptions --format csv --excel"
+    assert hint in " ".join(text.split())
 
 
 def test_the_run_keeps_a_summary_and_the_json_report_lists_every_exception(

@@ -6,6 +6,7 @@ code, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -795,12 +796,51 @@ def test_the_cycle_of_a_day_is_the_last_one_on_or_before_it(
         assert (following - cycle).days == 7
 
 
+def _closed_med_cases(
+    book: DayBook, cases: Sequence[tuple[str, int]], *, webhook: bool = True
+) -> None:
+    for case_id, cents in cases:
+        book.infraction(
+            {
+                "id": case_id,
+                "status": "CLOSED",
+                "amount": reais(cents),
+                "debitedAmount": reais(cents),
+                "blockedAmount": reais(cents),
+                "createdAt": book.at("09:00").isoformat(),
+                "closedAt": book.at("15:00").isoformat(),
+            },
+            webhook=webhook,
+        )
+
+
+def test_bare_med_debits_of_one_amount_go_to_as_many_cases_of_that_amount(
+    engine: Engine,
+) -> None:
+    """Two cases of R$ 30,00, and two debits of R$ 30,00 naming neither case nor Pix: each
+    case was debited, whichever line is whose."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    # As polling found them: the API stands behind them.
+    _closed_med_cases(book, [("med-x", 3_000), ("med-y", 3_000)], webhook=False)
+    lines = [book.line("INFRACTION_DEBIT", 3_000, "15:05", credit=False) for _ in range(2)]
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = verdicts_of(engine, result)
+    assert [verdicts[("infraction", c)].status for c in ("med-x", "med-y")] == ["closed"] * 2
+    assert not [line for line in lines if ("statement", line) in verdicts]
+    bridge = result.report["bridge"]
+    assert bridge["residual_cents"] == 0
+    assert bridge["unexplained_cents"] == 0
+    assert [e["ref"] for e in result.report["exceptions"]] == []
+
+
 def test_a_bare_med_debit_is_matched_by_its_amount_only_when_one_case_fits(
     engine: Engine,
 ) -> None:
     book = DayBook(engine, PAST)
     _clean_day(book)
-    for case_id, cents in (("med-a", 7_000), ("med-b", 3_000), ("med-c", 3_000)):
+    # Three cases of R$ 30,00 and two lines: which one went undebited nobody can say.
+    for case_id, cents in (("med-a", 7_000), *((f"med-{c}", 3_000) for c in "bcd")):
         book.infraction(
             {
                 "id": case_id,
