@@ -300,3 +300,31 @@ def test_a_refund_settled_the_next_day_stays_pending_on_its_own_day(engine: Engi
     assert again.verdict == first.verdict
     assert verdicts_of(engine, again)[("movement", RTR)].status == "pending"
     assert again.report["totals"]["refunds"] == first.report["totals"]["refunds"]
+
+
+def test_a_rejection_that_states_no_amount_carries_what_the_api_confirmed(
+    engine: Engine,
+) -> None:
+    """A CASHOUT rejection seldom repeats the amount: the payout was for what the provider
+    confirmed, and finance sees it as what did not go out."""
+    from sqlmodel import col, update
+
+    from reconcile.db import session_scope
+    from reconcile.models import AccountMovement, Confirmation
+
+    book = DayBook(engine, DAY)
+    book.transfer(book.payout_data(ORDINARY, 10_000, "10:00"))
+    book.line("PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=ORDINARY)
+    rejected = book.payout_data(KEY, 25_000, "15:00", status="REJECTED")
+    del rejected["payment"]
+    book.transfer(rejected)
+    book.confirm_all_movements()
+    with session_scope(engine) as session:
+        session.execute(
+            update(AccountMovement)
+            .where(col(AccountMovement.idempotency_key) == KEY)
+            .values(confirmation=Confirmation.CONFIRMED.value, confirmed_amount_cents=25_000)
+        )
+    result = reconcile_day(engine, DAY, now=_after(DAY))
+    verdict = verdicts_of(engine, result)[("payout", KEY)]
+    assert (verdict.status, verdict.expected_cents, verdict.actual_cents) == ("rejected", 25_000, 0)
