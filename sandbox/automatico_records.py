@@ -6,7 +6,7 @@ from __future__ import annotations
 from calendar import monthrange
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Final
 
@@ -53,6 +53,17 @@ def is_cycle_date(start: date, periodicity: str, day: date) -> bool:
     if months % MONTHS_PER_CYCLE[periodicity]:
         return False
     return day.day == min(start.day, monthrange(day.year, day.month)[1])
+
+
+def next_cycle_date(start: date, periodicity: str, cycle: date) -> date:
+    """The date of the cycle after ``cycle`` (one of the recurrence's cycle dates), counted
+    from ``start`` as ``is_cycle_date`` counts them: a recurring charge belongs to the
+    cycle its due date falls in, from ``cycle`` up to the day before this one."""
+    if periodicity == "SEMANAL":
+        return cycle + timedelta(days=7)
+    total = cycle.month - 1 + MONTHS_PER_CYCLE[periodicity]
+    year, month = cycle.year + total // 12, total % 12 + 1
+    return date(year, month, min(start.day, monthrange(year, month)[1]))
 
 
 def local_date(value: datetime) -> str:

@@ -1,7 +1,7 @@
 """Pix Automático: a recurring charge (``cobr``) is collected by debit attempts. A rejected
 attempt is news a person must act on — unless the charge's retry policy still allows
 attempts, in which case it is pending until its last retry window closes. A cycle of a
-recurrence for which no charge was ever created is a missed cycle.
+recurrence with no charge due within it is a missed cycle.
 
 Runs after the charges matcher, over the few recurring charges it judged unpaid or
 expired; their retry policy and attempts are the ``terms`` stored with each charge."""
@@ -140,8 +140,10 @@ def cycle_on_or_before(start: date, periodicity: str, day: date) -> tuple[date, 
 
 def _charged(session: Session, id_rec: str, due: date, following: date, by: datetime) -> bool:
     """Whether a recurring charge of the recurrence, created ``by`` then, falls due within
-    the cycle; the charge names its recurrence in its own terms (polled) or in its
-    collection state (notified)."""
+    the cycle, from its date up to the day before the next one: the BCB counts a charge in
+    the cycle its ``dataDeVencimento`` falls in (it refuses a second one due in the same
+    cycle), so one due days after the cycle's date still collects it. The charge names its
+    recurrence in its own terms (polled) or in its collection state (notified)."""
     charges, cobrs = table_of(ExpectedPayment), table_of(RecurringCharge)
     notified = select(cobrs.c.txid).where(cobrs.c.id_rec == id_rec)
     rows = session.execute(

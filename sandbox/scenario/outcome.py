@@ -166,15 +166,18 @@ class InfractionRecord:
 class RecurrenceCycle:
     """A cycle of a recurrence that falls on the scenario's day (counted from
     ``calendario.dataInicial`` by its periodicity), and the recurring charges of that
-    recurrence due that very day: none means the merchant missed the cycle."""
+    recurrence due within the cycle, from its date up to the day before the next cycle's
+    (the BCB's rule: a charge belongs to the cycle its ``dataDeVencimento`` falls in):
+    none means the merchant missed the cycle."""
 
     recurrence: str  # its ref
     id_rec: str
     periodicity: str
     start_date: dt.date  # calendario.dataInicial
     due_date: dt.date  # the cycle's date: the scenario's day
+    next_date: dt.date  # the next cycle's date: the cycle ends the day before
     amount_cents: int | None  # valor.valorRec; None for a variable amount
-    charges: tuple[str, ...]  # refs of its recurring charges due on due_date
+    charges: tuple[str, ...]  # refs of its recurring charges due in [due_date, next_date)
 
     @property
     def missed(self) -> bool:
@@ -242,7 +245,7 @@ class ScenarioOutcome:
 
     @property
     def missed_cycles(self) -> tuple[RecurrenceCycle, ...]:
-        """Cycles due on the day with no recurring charge due that day."""
+        """Cycles due on the day with no recurring charge due within them."""
         return tuple(c for c in self.cycles if c.missed)
 
     @property

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 import httpx
 
-from sandbox.automatico_records import is_cycle_date
+from sandbox.automatico_records import is_cycle_date, next_cycle_date
 from sandbox.defaults import DEFAULT_TOKEN_LIFETIME_SECONDS
 from sandbox.scenario.api_faults import arm, describe
 from sandbox.scenario.book import DayBook
@@ -211,16 +211,20 @@ def _totals(
 
 
 def _cycles(scenario: Scenario, book: DayBook) -> tuple[RecurrenceCycle, ...]:
-    """The recurrences' cycles on the day, each with the recurring charges due that day."""
+    """The recurrences' cycles on the day, each with the recurring charges due within it.
+    The BCB counts a charge in the cycle its ``dataDeVencimento`` falls in (it refuses a
+    second one due in the same cycle), so one due days after the cycle's date, before the
+    next cycle, collects this cycle; one due on or after the next cycle's date does not."""
     found = []
     for rec in scenario.recurrences:
         start = rec.start_date(book.day)
         if not is_cycle_date(start, rec.periodicity, book.day):
             continue
+        following = next_cycle_date(start, rec.periodicity, book.day)
         charges = tuple(
             c.ref
             for c in scenario.recurring_charges
-            if c.recurrence == rec.ref and c.due_in_days == 0
+            if c.recurrence == rec.ref and book.day + timedelta(days=c.due_in_days) < following
         )
         found.append(
             RecurrenceCycle(
@@ -229,6 +233,7 @@ def _cycles(scenario: Scenario, book: DayBook) -> tuple[RecurrenceCycle, ...]:
                 periodicity=rec.periodicity,
                 start_date=start,
                 due_date=book.day,
+                next_date=following,
                 amount_cents=to_cents(rec.amount) if rec.amount is not None else None,
                 charges=charges,
             )

@@ -713,16 +713,40 @@ def test_a_cycle_with_no_recurring_charge_is_a_missed_cycle(engine: Engine) -> N
         extra={"idRec": charged, "politicaRetentativa": "NAO_PERMITE"},
         dataDeVencimento=PAST.isoformat(),
     )
+    # Monthly, with its charge due two days into the cycle: the charge is this cycle's.
+    due_later = "RN1234567820260210duelater001"
+    book.recurrence(due_later, date(2026, 2, 10), "MENSAL", 3_500)
+    book.charge(
+        "cobr",
+        "cobrduelater0000000000000001",
+        3_500,
+        "06:00",
+        extra={"idRec": due_later, "politicaRetentativa": "NAO_PERMITE"},
+        dataDeVencimento=(PAST + timedelta(days=2)).isoformat(),
+    )
+    # Weekly, with its only charge due on the next cycle's date: that cycle's, not this one's.
+    next_cycle = "RN1234567820260303nextcycle01"
+    book.recurrence(next_cycle, PAST - timedelta(days=7), "SEMANAL", 1_500)
+    book.charge(
+        "cobr",
+        "cobrnextcycle000000000000001",
+        1_500,
+        "06:00",
+        extra={"idRec": next_cycle, "politicaRetentativa": "NAO_PERMITE"},
+        dataDeVencimento=(PAST + timedelta(days=7)).isoformat(),
+    )
     # Monthly, but its next cycle is the next day.
     book.recurrence("RN1234567820260211nextday0001", date(2026, 2, 11), "MENSAL", 1_000)
     result = reconcile_day(engine, PAST, now=AFTER)
     verdicts = verdicts_of(engine, result)
-    missed = [v for v in verdicts.values() if v.status == "missed_cycle"]
-    assert [(v.subject, v.ref) for v in missed] == [
-        ("recurrence", f"rec:RN1234567820260303missed00001:{PAST.isoformat()}")
-    ]
-    assert (missed[0].exception, missed[0].expected_cents) == (True, 2_990)
-    assert "10/03/2026" in missed[0].reason
+    missed = {v.ref: v for v in verdicts.values() if v.status == "missed_cycle"}
+    assert {(v.subject, ref) for ref, v in missed.items()} == {
+        ("recurrence", f"rec:RN1234567820260303missed00001:{PAST.isoformat()}"),
+        ("recurrence", f"rec:{next_cycle}:{PAST.isoformat()}"),
+    }
+    first = missed[f"rec:RN1234567820260303missed00001:{PAST.isoformat()}"]
+    assert (first.exception, first.expected_cents) == (True, 2_990)
+    assert "10/03/2026" in first.reason
     assert result.verdict is DayVerdict.BREAKS
     # Each cycle is raised by its own day only.
     later = reconcile_day(engine, PAST + timedelta(days=1), now=AFTER + timedelta(days=1))

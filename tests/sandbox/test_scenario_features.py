@@ -23,7 +23,7 @@ from sandbox.accounts import (
     create_accounts_app,
 )
 from sandbox.app import create_app
-from sandbox.automatico_records import is_cycle_date
+from sandbox.automatico_records import is_cycle_date, next_cycle_date
 from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET
 from sandbox.scenario import ScenarioError, ScenarioOutcome, parse_scenario
 from sandbox.scenario.fields import to_cents
@@ -382,38 +382,49 @@ def test_recurrences_start_when_told_and_the_days_cycles_are_listed(
             {"ref": "new", "at": "06:02"},
             {"ref": "off-cycle", "amount": "5.00", "at": "06:03", "start_in_days": -10},
             {"ref": "later", "amount": "5.00", "at": "06:04", "start_in_days": 3},
+            {"ref": "box", "amount": "15.00", "at": "06:05", "periodicity": "SEMANAL",
+             "start_in_days": -14},
         ],
         recurring_charges=[
             {"ref": "weekly-0302", "recurrence": "weekly", "amount": "10.00", "at": "06:10"},
             {"ref": "new-0302", "recurrence": "new", "amount": "20.00", "at": "06:11"},
             {"ref": "gym-later", "recurrence": "gym", "amount": "99.90", "at": "06:12",
              "due_in_days": 2},
+            {"ref": "box-next", "recurrence": "box", "amount": "15.00", "at": "06:13",
+             "due_in_days": 7},
         ],
     )  # fmt: skip
     starts = {"gym": "2026-02-02", "weekly": "2026-02-23", "new": "2026-03-02"}
-    starts |= {"off-cycle": "2026-02-20", "later": "2026-03-05"}
+    starts |= {"off-cycle": "2026-02-20", "later": "2026-03-05", "box": "2026-02-16"}
     # The /rec notification carries the status only: the calendar is the API's.
     for ref, start in starts.items():
         rec = apis.qrcode_get(f"/rec/{outcome.refs[ref]}")
         assert rec["calendario"]["dataInicial"] == start
 
     cycles = {c.recurrence: c for c in outcome.cycles}
-    assert set(cycles) == {"gym", "weekly", "new"}
+    assert set(cycles) == {"gym", "weekly", "new", "box"}
     assert {ref: c.charges for ref, c in cycles.items()} == {
-        "gym": (),  # its charge is due two days later: this cycle was missed
+        "gym": ("gym-later",),  # due two days later, still within this cycle
         "weekly": ("weekly-0302",),
         "new": ("new-0302",),
+        "box": (),  # due on the next cycle's date: that cycle's charge, not this one's
+    }
+    assert {ref: c.next_date for ref, c in cycles.items()} == {
+        "gym": date(2026, 4, 2),
+        "weekly": date(2026, 3, 9),
+        "new": date(2026, 4, 2),
+        "box": date(2026, 3, 9),
     }
     (missed,) = outcome.missed_cycles
     assert (missed.recurrence, missed.id_rec, missed.due_date) == (
-        "gym",
-        outcome.refs["gym"],
+        "box",
+        outcome.refs["box"],
         date(2026, 3, 2),
     )
     assert (missed.start_date, missed.periodicity, missed.amount_cents) == (
-        date(2026, 2, 2),
-        "MENSAL",
-        9990,
+        date(2026, 2, 16),
+        "SEMANAL",
+        1500,
     )
     assert cycles["new"].amount_cents is None  # a variable amount
 
@@ -435,6 +446,28 @@ def test_recurrences_start_when_told_and_the_days_cycles_are_listed(
 )
 def test_cycle_dates(start: date, periodicity: str, day: date, expected: bool) -> None:
     assert is_cycle_date(start, periodicity, day) is expected
+
+
+@pytest.mark.parametrize(
+    ("start", "periodicity", "cycle", "expected"),
+    [
+        (date(2026, 1, 31), "MENSAL", date(2026, 1, 31), date(2026, 2, 28)),
+        (date(2026, 1, 31), "MENSAL", date(2026, 2, 28), date(2026, 3, 31)),
+        (date(2026, 1, 15), "TRIMESTRAL", date(2026, 10, 15), date(2027, 1, 15)),
+        (date(2026, 1, 15), "SEMESTRAL", date(2026, 7, 15), date(2027, 1, 15)),
+        (date(2024, 2, 29), "ANUAL", date(2025, 2, 28), date(2026, 2, 28)),
+        (date(2023, 2, 28), "ANUAL", date(2023, 2, 28), date(2024, 2, 28)),
+        (date(2026, 3, 2), "SEMANAL", date(2026, 3, 30), date(2026, 4, 6)),
+    ],
+)
+def test_next_cycle_dates(start: date, periodicity: str, cycle: date, expected: date) -> None:
+    assert is_cycle_date(start, periodicity, cycle)
+    assert next_cycle_date(start, periodicity, cycle) == expected
+    assert is_cycle_date(start, periodicity, expected)
+    between = (expected - cycle).days
+    assert not any(
+        is_cycle_date(start, periodicity, cycle + timedelta(days=d)) for d in range(1, between)
+    )
 
 
 @pytest.mark.parametrize(
