@@ -7,12 +7,10 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    String,
     and_,
     case,
     false,
     func,
-    literal,
     or_,
     select,
     true,
@@ -25,12 +23,15 @@ from reconcile.matching.context import (
     INFRACTION_DEBIT,
     RunContext,
     in_categories,
+    items_of,
     statement_lines,
 )
+from reconcile.matching.movements import source_of
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import (
     OPEN_INFRACTION_STATES,
     UNKNOWN_INFRACTION_STATE,
+    InboxItem,
     Infraction,
     StatementEntry,
 )
@@ -180,7 +181,10 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
         )
         .subquery("i")
     )
-    joined = cases.join(s, cases.c.infraction_id == s.c.case_id, full=True)
+    inbox = table_of(InboxItem)
+    joined = cases.join(s, cases.c.infraction_id == s.c.case_id, full=True).outerjoin(
+        inbox, items_of(session, inbox, cases.c.inbox_item_id)
+    )
     statement = true() if ctx.statement_known else false()
     verdicts: list[Verdict] = [
         (
@@ -226,7 +230,9 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
         default_status="closed",
         expected=cases.c.amount_cents,
         actual=s.c.cents,
-        source=literal("poll", String),
+        source=source_of(
+            func.coalesce(inbox.c.webhook_count, 0), func.coalesce(inbox.c.poll_count, 0)
+        ),
         inbox_item_id=cases.c.inbox_item_id,
         statement_id=s.c.sid,
     )

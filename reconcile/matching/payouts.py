@@ -355,8 +355,11 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         .distinct()
         .subquery()
     )
-    joined = m.join(s, and_(m.c.key == s.c.key, ~m.c.scheduled), full=True).outerjoin(
-        earlier, earlier.c.key == s.c.key
+    inbox = table_of(InboxItem)
+    joined = (
+        m.join(s, and_(m.c.key == s.c.key, ~m.c.scheduled), full=True)
+        .outerjoin(earlier, earlier.c.key == s.c.key)
+        .outerjoin(inbox, items_of(session, inbox, m.c.inbox_item_id))
     )
     booked = s.c.key.is_not(None)
     # A payout of an earlier day the statement debited only today, past the date lag: its
@@ -478,7 +481,10 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         # A payout that did not go out: what it was for, and nothing moved.
         expected=case((not_paid, m.c.stated_cents), else_=s.c.cents),
         actual=case((not_paid, literal(0, BigInteger)), else_=m.c.amount_cents),
-        source=literal("webhook", String),
+        # How its latest state came: a payout whose notifications were lost is polled.
+        source=source_of(
+            func.coalesce(inbox.c.webhook_count, 0), func.coalesce(inbox.c.poll_count, 0)
+        ),
         inbox_item_id=m.c.inbox_item_id,
         statement_id=s.c.sid,
         where=or_(m.c.key.is_not(None), s.c.booked < ctx.end),
@@ -574,6 +580,12 @@ def match_payout_returns(session: Session, ctx: RunContext) -> None:
             "the statement credited another amount for this payout return",
         ),
         *booking_verdicts(ctx, booked, "a payout return"),
+        (
+            webhooks == 0,
+            "missing_webhook",
+            False,
+            "a payout return found by polling only: no webhook came",
+        ),
     ]
     insert_verdicts(
         session,

@@ -851,6 +851,7 @@ def test_bare_med_debits_of_one_amount_go_to_as_many_cases_of_that_amount(
     result = reconcile_day(engine, PAST, now=AFTER)
     verdicts = verdicts_of(engine, result)
     assert [verdicts[("infraction", c)].status for c in ("med-x", "med-y")] == ["closed"] * 2
+    assert verdicts[("infraction", "med-x")].source == "poll"
     assert not [line for line in lines if ("statement", line) in verdicts]
     bridge = result.report["bridge"]
     assert bridge["residual_cents"] == 0
@@ -891,7 +892,10 @@ def test_a_bare_med_debit_is_matched_by_its_amount_only_when_one_case_fits(
     twins = [book.line("INFRACTION_DEBIT", 3_000, "15:05", credit=False) for _ in range(2)]
     result = reconcile_day(engine, PAST, now=AFTER)
     verdicts = verdicts_of(engine, result)
-    assert verdicts[("infraction", "med-a")].status == "closed"
+    assert (verdicts[("infraction", "med-a")].status, verdicts[("infraction", "med-a")].source) == (
+        "closed",
+        "webhook",
+    )
     assert ("statement", bare) not in verdicts
     for twin in twins:
         assert verdicts[("statement", twin)].exception

@@ -47,6 +47,7 @@ def _returned(
     data: dict[str, Any],
     returns: list[tuple[str, int, str]],
     kind: str = "REFUND",
+    source: Source = Source.WEBHOOK,
 ) -> None:
     """The payout's notification of a return (``REFUND``, or the payout's own ``TRANSFER``
     in its new state), listing every return so far (as the provider's payout shape does),
@@ -63,7 +64,7 @@ def _returned(
     ]
     status = "REFUNDED" if total >= 10_000 else "PARTIALLY_REFUNDED"
     items = accounts_items({"type": kind, "data": {**data, "status": status, "refunds": listed}})
-    book._store(items, Source.WEBHOOK)
+    book._store(items, source)
 
 
 def _when(book: DayBook, when: str) -> tuple[str, date]:
@@ -220,6 +221,31 @@ def test_a_return_credited_without_a_notified_one_is_an_exception(
         "ask the provider which payout the R$ 25,00 credited as a return belongs to, and pay "
         "nobody again until you know"
     )
+
+
+def test_a_return_and_a_payout_found_by_polling_only_say_so(engine: Engine) -> None:
+    """No notification of the return came: it is not "notified", and the movement and the
+    payout say how each came, as every other movement does."""
+    book = DayBook(engine, PAST)
+    data = book.payout_data(KEY, 10_000, "10:00", endToEndId=PAYOUT_E2E)
+    book.transfer(data, webhook=False, polled=True)
+    book.line(
+        "PIX_PAYMENT", 10_000, "10:01", credit=False, idempotencyKey=KEY, endToEndId=PAYOUT_E2E
+    )
+    _returned(book, data, [(FIRST, 2_500, "15:00")], kind="TRANSFER", source=Source.POLL)
+    book.line("PIX_PAYMENT_REFUND", 2_500, "15:00", credit=True, endToEndId=FIRST)
+    book.confirm_all_movements()
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = verdicts_of(engine, result)
+    returned = verdicts[("movement", "return:" + FIRST)]
+    assert (returned.status, returned.exception, returned.source) == (
+        "missing_webhook",
+        False,
+        "poll",
+    )
+    assert returned.reason == "a payout return found by polling only: no webhook came"
+    assert verdicts[("payout", KEY)].source == "poll"
+    assert result.verdict == DayVerdict.RECONCILED
 
 
 def test_a_return_the_statement_never_credits_is_an_exception(engine: Engine) -> None:
