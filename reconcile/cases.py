@@ -258,15 +258,16 @@ def iter_case_rows(
             cases.c.status,
             cases.c.state,
             cases.c.note,
-            items.c.reason,
-            items.c.expected_cents,
-            items.c.actual_cents,
+            # A case its latest run cleared has no verdict there: what it last said.
+            func.coalesce(items.c.reason, cases.c.reason).label("reason"),
+            func.coalesce(items.c.expected_cents, cases.c.expected_cents).label("expected_cents"),
+            func.coalesce(items.c.actual_cents, cases.c.actual_cents).label("actual_cents"),
             priority.label("priority"),
             items.c.refund_by,
             items.c.statement_entry_id,
         )
         # The case's latest run keeps its verdicts (earlier runs' are pruned); a case that
-        # run cleared may have lost them, and then says less.
+        # run cleared may have lost them, and says what the case kept of them.
         .outerjoin(
             items,
             (items.c.run_id == cases.c.last_seen_run_id)

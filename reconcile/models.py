@@ -638,6 +638,11 @@ class ExceptionCase(SQLModel, table=True):
     first_seen_run_id: int = Field(sa_type=BigInteger)
     last_seen_run_id: int = Field(sa_type=BigInteger)
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+    # What the latest run that raised it said: kept here, since a run that clears it no
+    # longer has its verdict, and a person opening a cleared case still asks how much, why.
+    reason: str | None = Field(default=None, sa_type=Text)
+    expected_cents: int | None = Field(default=None, sa_type=BigInteger)
+    actual_cents: int | None = Field(default=None, sa_type=BigInteger)
 
 
 class CaseEvent(SQLModel, table=True):

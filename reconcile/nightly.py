@@ -176,6 +176,10 @@ def _deliveries(by_source: dict[str | None, int], duplicates: int) -> dict[str, 
     }
 
 
+# What a case keeps of the latest run that raised it (``ExceptionCase``).
+KEPT = ("reason", "expected_cents", "actual_cents")
+
+
 def _sync_cases(session: Session, ctx: RunContext) -> None:
     """Exceptions of this run become (or stay) cases; a resolved case stays resolved; a
     case that no longer shows up is cleared."""
@@ -190,6 +194,9 @@ def _sync_cases(session: Session, ctx: RunContext) -> None:
         literal(ctx.run_id, cases.c.first_seen_run_id.type),
         literal(ctx.run_id, cases.c.last_seen_run_id.type),
         literal(ctx.now, cases.c.updated_at.type),
+        items.c.reason,
+        items.c.expected_cents,
+        items.c.actual_cents,
     ).where(items.c.run_id == ctx.run_id, items.c.exception)
     stmt = insert(cases).from_select(
         [
@@ -201,6 +208,7 @@ def _sync_cases(session: Session, ctx: RunContext) -> None:
             "first_seen_run_id",
             "last_seen_run_id",
             "updated_at",
+            *KEPT,
         ],
         found,
     )
@@ -209,6 +217,7 @@ def _sync_cases(session: Session, ctx: RunContext) -> None:
             index_elements=[cases.c.business_date, cases.c.subject, cases.c.ref, cases.c.status],
             set_={
                 "last_seen_run_id": stmt.excluded.last_seen_run_id,
+                **{name: stmt.excluded[name] for name in KEPT},
                 # Back again after being cleared: open again. Resolved stays resolved.
                 "state": case(
                     (cases.c.state == CaseState.CLEARED.value, CaseState.OPEN.value),

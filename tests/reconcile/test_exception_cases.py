@@ -185,3 +185,26 @@ def test_a_case_closed_later_without_its_closing_time_is_open_on_its_first_day(
     assert {k: v for k, v in again.report.items() if k != "run_id"} == {
         k: v for k, v in before.report.items() if k != "run_id"
     }
+
+
+def test_a_cleared_case_still_says_how_much_and_why(engine: Engine) -> None:
+    """Raised by one run, cleared by the next (whose verdicts no longer hold it, and the
+    first run's are pruned): the case still shows the amounts and the reason it had."""
+    book = DayBook(engine, FIRST)
+    e2e = book.pix(4_200, "10:00")
+    book.confirm_all_pix()
+    first = reconcile_day(engine, FIRST, now=_after(FIRST))
+    (raised,) = [row for row in first.report["exceptions"] if row["end_to_end_id"] == e2e]
+    book.line("PIX_RECEIVED", 4_200, "10:00", credit=True, endToEndId=e2e)
+    second = reconcile_day(engine, FIRST, now=_after(FIRST) + timedelta(hours=1))
+    assert not [row for row in second.report["exceptions"] if row["end_to_end_id"] == e2e]
+    with session_scope(engine) as session:
+        (cleared,) = case_rows(session, day=FIRST, states=(CaseState.CLEARED,))
+    assert cleared["state"] == "cleared"
+    assert (cleared["reason"], cleared["expected_cents"], cleared["actual_cents"]) == (
+        raised["reason"],
+        raised["expected_cents"],
+        raised["actual_cents"],
+    )
+    assert cleared["reason"]
+    assert "R$ 42,00" in cleared["action"]
