@@ -134,6 +134,8 @@ class MovementData(Identified):
     """TRANSFER, RECEIVE and REFUND: a Pix movement on the account."""
 
     EXPECT = {**Identified.EXPECT, "creditDebitType": one_of("CREDIT", "DEBIT")}
+    # Some senders write one return as the object itself, as a Pix's ``devolucoes`` is.
+    ONE_OR_MANY = ("refunds",)
 
     pixKey: str | None = None
     txId: str | None = Field(default=None, max_length=35)

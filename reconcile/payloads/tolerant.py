@@ -47,6 +47,10 @@ def pointer(parts: Iterable[str | int]) -> str:
 KEY_UNPADDED = "a business key without surrounding whitespace (read without it)"
 
 
+# What an array field sent as its one element, an object, is flagged with.
+ONE_AS_ARRAY = "an array (a single object, read as an array of one)"
+
+
 def key_renamed(documented: str) -> str:
     return f"the business key under its documented name, {documented} (read from this one)"
 
@@ -279,13 +283,21 @@ class Tolerant(BaseModel):
     EXPECT: ClassVar[Mapping[str, Expect]] = {}
     EXACT: ClassVar[tuple[str, ...]] = ()
     """Fields whose schema is published as generated (they hold items of their own)."""
+    ONE_OR_MANY: ClassVar[tuple[str, ...]] = ()
+    """Array fields some senders write as their single element, an object: read as an
+    array of one and flagged. Dropped as unreadable, the object's money would count for
+    nothing, though it is as readable as an array's."""
 
     _unread: tuple[ItemWarning, ...] = PrivateAttr(default=())
+    _singles: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
     @classmethod
     def _keep_what_cannot_be_read(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
         data, trimmed = cls._trimmed_keys(data)
+        singles: tuple[str, ...] = ()
+        if cls.ONE_OR_MANY:
+            data, singles = cls._singles_as_arrays(data)
         try:
             model = handler(data)
             dropped: list[ItemWarning] = []
@@ -298,6 +310,9 @@ class Tolerant(BaseModel):
         unread = {w.pointer for w in dropped}
         # A key unreadable even without its whitespace is flagged for that alone.
         dropped.extend(w for w in trimmed if w.pointer not in unread)
+        if singles:
+            model._singles = singles
+            dropped.extend(ItemWarning(pointer([name]), ONE_AS_ARRAY) for name in singles)
         flagged = model._expectations({w.pointer for w in dropped})
         if dropped or flagged:
             model._unread = (*dropped, *flagged)
@@ -325,6 +340,17 @@ class Tolerant(BaseModel):
             *warnings,
             *(ItemWarning(pointer([name]), KEY_UNPADDED) for name in padded),
         ]
+
+    @classmethod
+    def _singles_as_arrays(cls, data: Any) -> tuple[Any, tuple[str, ...]]:
+        """``data`` with each ``ONE_OR_MANY`` field sent as one object made an array of it
+        (a copy: the raw payload is kept as it came), and the names of those fields."""
+        if not isinstance(data, dict):
+            return data, ()
+        singles = tuple(name for name in cls.ONE_OR_MANY if isinstance(data.get(name), dict))
+        if not singles:
+            return data, ()
+        return {**data, **{name: [data[name]] for name in singles}}, singles
 
     @classmethod
     def _renamed_keys(cls, data: dict[str, Any]) -> tuple[dict[str, Any], list[ItemWarning]]:
@@ -415,13 +441,16 @@ class Tolerant(BaseModel):
         private = self.__pydantic_private__
         unread: tuple[ItemWarning, ...] = private.get("_unread", ()) if private else ()
         found = [ItemWarning(at + w.pointer, w.expected) for w in unread]
+        singles: tuple[str, ...] = private.get("_singles", ()) if private else ()
         for name, value in self.__dict__.items():
             if isinstance(value, Tolerant):
                 found.extend(value.warnings(at + pointer([name])))
             elif isinstance(value, list):
                 for index, entry in enumerate(value):
                     if isinstance(entry, Tolerant):
-                        found.extend(entry.warnings(at + pointer([name, index])))
+                        # A single object read as an array of one is where it was sent.
+                        where = pointer([name]) if name in singles else pointer([name, index])
+                        found.extend(entry.warnings(at + where))
         return found
 
     def key_found(self) -> bool:

@@ -26,6 +26,7 @@ from reconcile.models import (
     RecurringCharge,
     WebhookDelivery,
 )
+from reconcile.payloads.tolerant import ONE_AS_ARRAY
 from tests.conftest import RunningNode, wait_for
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -298,6 +299,65 @@ def test_entries_of_a_refunds_list_that_are_no_object_are_no_returns(
     assert movement.refunded_cents == 100
     returns = _rows(running_node, PayoutReturn)
     assert [(r.ref, r.amount_cents) for r in returns] == [("D1234567820261127100012345678901", 100)]
+
+
+def _partial_refund(n: int, refund: dict[str, Any], shape: str) -> dict[str, Any]:
+    return {
+        "type": "TRANSFER",
+        "data": {
+            "id": f"p{n}",
+            "idempotencyKey": f"ik{n}",
+            "status": "PARTIALLY_REFUNDED",
+            "endToEndId": f"E12345678202611271200abcdefghij{n}",
+            "createdAt": "2026-11-27T12:00:00Z",
+            "payment": {"amount": "10.00"},
+            "refunds": refund if shape == "object" else [refund],
+        },
+    }
+
+
+@pytest.mark.parametrize("with_e2e", [True, False], ids=["refund-e2e", "no-refund-e2e"])
+def test_a_single_refund_object_counts_as_an_array_of_one_does(
+    running_node: RunningNode, with_e2e: bool
+) -> None:
+    def refund(n: int) -> dict[str, Any]:
+        found = {"status": "LIQUIDATED", "pixRefundAmount": "2.00"}
+        return {"endToEndId": f"D12345678202611271300abcdefghij{n}", **found} if with_e2e else found
+
+    for n, shape in [(1, "object"), (2, "array")]:
+        answer = running_node.http.post(
+            "/webhooks/accounts", json=_partial_refund(n, refund(n), shape)
+        )
+        assert answer.status_code == 200, answer.text
+    summary = running_node.wait_processed()
+    assert summary["failed"] == 0, summary
+    items = {i.key.split(":")[2]: i for i in _items(running_node).values()}
+    assert {n: i.key.split(":", 2)[2] for n, i in items.items()} == {
+        "p1": "p1:PARTIALLY_REFUNDED:r1",
+        "p2": "p2:PARTIALLY_REFUNDED:r1",
+    }
+    assert json.loads(items["p1"].warnings or "[]") == [
+        {"pointer": "/data/refunds", "expected": ONE_AS_ARRAY}
+    ]
+    assert items["p2"].warnings in (None, "[]")
+    movements = {m.reference: m for m in _rows(running_node, AccountMovement)}
+    assert [(movements[r].refunded_cents, movements[r].rank) for r in ("p1", "p2")] == [
+        (200, movements["p2"].rank)
+    ] * 2
+    returns = {r.payout_key: r for r in _rows(running_node, PayoutReturn)}
+    assert set(returns) == {"ik1", "ik2"}
+
+    def kept(key: str, n: int) -> tuple[Any, ...]:
+        row = returns[key]
+        ref = f"D12345678202611271300abcdefghij{n}" if with_e2e else f"{key}#1"
+        assert row.ref == ref
+        assert row.inbox_item_id == items[f"p{n}"].id
+        # Without a time of its own, a return is dated when its notification arrived.
+        assert row.returned_at == items[f"p{n}"].received_at
+        return (row.status, row.amount_cents, row.rank)
+
+    assert kept("ik1", 1) == kept("ik2", 2)
+    assert kept("ik1", 1)[:2] == ("LIQUIDATED", 200)
 
 
 def test_a_cash_out_code_inside_data_is_kept_too(running_node: RunningNode) -> None:

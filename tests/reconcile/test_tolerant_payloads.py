@@ -21,7 +21,7 @@ from reconcile.payloads.accounts import MovementData, accounts_items
 from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
 from reconcile.payloads.pix import Devolucao, PixItem, pix_callback_items
 from reconcile.payloads.text import SURROGATE_REPLACED, may_hold_surrogates, mend_surrogates
-from reconcile.payloads.tolerant import KEY_UNPADDED, read_timestamp
+from reconcile.payloads.tolerant import KEY_UNPADDED, ONE_AS_ARRAY, read_timestamp
 from tests.factories import e2e_id, pix
 from tests.receiver.deliveries import (
     Sample,
@@ -89,6 +89,61 @@ def test_unexpected_nesting_is_flagged_where_it_is() -> None:
         "/data/refunds/1",
         "/data/payment",
     }
+
+
+def _partially_refunded(refunds: Any) -> dict[str, Any]:
+    return {
+        "type": "TRANSFER",
+        "data": {
+            "id": "p1",
+            "idempotencyKey": "ik1",
+            "status": "PARTIALLY_REFUNDED",
+            "endToEndId": "E12345678202611271200abcdefghijk",
+            "createdAt": "2026-11-27T12:00:00Z",
+            "payment": {"amount": "10.00"},
+            "refunds": refunds,
+        },
+    }
+
+
+def test_refunds_as_one_object_are_read_as_an_array_of_one_and_flagged() -> None:
+    refund = {
+        "endToEndId": "D12345678202611271300abcdefghijk",
+        "status": "LIQUIDATED",
+        "pixRefundAmount": "2.00",
+    }
+    (single,) = accounts_items(_partially_refunded(refund))
+    (listed,) = accounts_items(_partially_refunded([refund]))
+    assert single.key == listed.key == "accounts:TRANSFER:p1:PARTIALLY_REFUNDED:r1"
+    assert _warnings(single) == {"/data/refunds": ONE_AS_ARRAY}
+    assert _warnings(listed) == {}
+    # The raw payload keeps the object as it came; only the reading makes it a list.
+    assert json.loads(single.payload)["data"]["refunds"] == refund
+    returns = [
+        (n, r.model_dump())
+        for n, r in MovementData.model_validate(json.loads(single.payload)["data"]).returns()
+    ]
+    assert returns == [
+        (n, r.model_dump())
+        for n, r in MovementData.model_validate(json.loads(listed.payload)["data"]).returns()
+    ]
+    assert returns[0][1]["pixRefundAmount"] == Decimal("2.00")
+
+
+def test_what_is_unreadable_in_a_single_refund_object_is_flagged_where_it_is() -> None:
+    refund = {"status": "liquidated", "pixRefundAmount": "2.001", "endToEndId": "D" * 65}
+    (item,) = accounts_items(_partially_refunded(refund))
+    assert set(_warnings(item)) == {
+        "/data/refunds",
+        "/data/refunds/status",
+        "/data/refunds/pixRefundAmount",
+        "/data/refunds/endToEndId",
+    }
+    # Nothing readable left in it but its status: still one return, keyed as one.
+    assert item.key.endswith(":PARTIALLY_REFUNDED:r1")
+    (empty,) = accounts_items(_partially_refunded({}))
+    assert empty.key == "accounts:TRANSFER:p1:PARTIALLY_REFUNDED"
+    assert _warnings(empty) == {"/data/refunds": ONE_AS_ARRAY}
 
 
 def test_accounts_envelope_under_payload_or_as_a_list() -> None:
