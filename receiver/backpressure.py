@@ -12,6 +12,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from receiver.metrics import ReceiverMetrics, route_label
+from receiver.probe import is_probe
 from receiver.problems import overloaded, problem_response
 
 WEBHOOKS = "/webhooks/"
@@ -25,7 +26,9 @@ class InFlightLimit:
         self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(WEBHOOKS):
+        # A probe (receiver/probe.py) is answered at once and stores nothing: refused as
+        # overloaded it would count against the webhook, for no load it would have added.
+        if scope["type"] != "http" or not scope["path"].startswith(WEBHOOKS) or is_probe(scope):
             await self.app(scope, receive, send)
             return
         if self.in_flight >= self.limit:

@@ -12,6 +12,7 @@ import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from receiver.metrics import ReceiverMetrics, route_label
+from receiver.probe import is_probe
 from receiver.problems import problem_response, unexpected
 from reconcile.logs import get_logger
 
@@ -91,6 +92,9 @@ class RequestContextMiddleware:
         scope.setdefault("state", {})["request_id"] = request_id
         began = time.perf_counter()
         path: str = scope["path"]
+        # A probe is no delivery: counted, it would dilute the share of refused ones the
+        # alerts watch, and the acknowledgement times.
+        delivery = path.startswith("/webhooks/") and not is_probe(scope)
         answering = False
 
         async def send_with_id(message: Message) -> None:
@@ -99,7 +103,7 @@ class RequestContextMiddleware:
                 answering = True
                 message.setdefault("headers", [])
                 message["headers"].append((_HEADER, request_id.encode()))
-                if path.startswith("/webhooks/"):
+                if delivery:
                     self.metrics.answered(
                         route_label(scope), message["status"], time.perf_counter() - began
                     )

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from receiver.probe import ALLOW, ANSWER
 from reconcile.payloads.accounts import DATA_MODELS
 from reconcile.payloads.automatico import (
     COBR_FIELDS,
@@ -53,6 +54,17 @@ def _schemas() -> dict[str, Any]:
             "new": {"type": "integer", "description": "items seen for the first time"},
             "duplicates": {"type": "integer", "description": "items already known"},
         },
+    }
+    schemas["Probed"] = {
+        "type": "object",
+        "required": sorted(ANSWER),
+        "properties": {
+            "status": {"const": ANSWER["status"]},
+            "method": {"const": ANSWER["method"], "description": "the method deliveries use"},
+            "stored": {"const": ANSWER["stored"], "description": "a probe stores nothing"},
+            "detail": {"type": "string"},
+        },
+        "examples": [ANSWER],
     }
     schemas["Problem"] = {
         "type": "object",
@@ -103,7 +115,38 @@ def _webhook(summary: str, body_schema: dict[str, Any]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": body_schema}},
             },
             "responses": responses,
-        }
+        },
+        **_probes(),
+    }
+
+
+PROBE = (
+    "a provider checking the URL (when it is registered, say): nothing is read or stored, and"
+    " no credential is asked for — the answer is the same for everyone and says only that"
+    " the URL takes POST"
+)
+
+
+def _probes() -> dict[str, Any]:
+    """GET, HEAD and OPTIONS, which every webhook path answers (receiver/probe.py)."""
+    allow = {"Allow": {"schema": {"type": "string", "const": ALLOW}}}
+    ok = {
+        "description": "the URL works; nothing was stored",
+        "headers": allow,
+        "content": {"application/json": {"schema": _ref("Probed")}},
+    }
+    return {
+        "get": {"summary": PROBE, "responses": {"200": ok}, "security": []},
+        "head": {
+            "summary": PROBE,
+            "responses": {"200": {"description": "as GET, without the body", "headers": allow}},
+            "security": [],
+        },
+        "options": {
+            "summary": PROBE,
+            "responses": {"204": {"description": "the methods the URL takes", "headers": allow}},
+            "security": [],
+        },
     }
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from receiver.auth import WebhookAuth
 from receiver.ingest import ReceiverContext, webhook_endpoint
+from receiver.probe import webhook_route
 from reconcile.inbox import NewItem
 from reconcile.payloads.accounts import accounts_items
 
@@ -23,6 +24,6 @@ def _accounts(document: Any, request: Request) -> list[NewItem]:
 def routes(ctx: ReceiverContext) -> list[BaseRoute]:
     endpoint = webhook_endpoint(ctx, WebhookAuth(ctx.settings, "accounts"), _accounts)
     return [
-        Route("/webhooks/accounts", endpoint, methods=["POST"], name="accounts"),
-        Route("/webhooks/accounts/{kind}", endpoint, methods=["POST"], name="accounts_kind"),
+        webhook_route("/webhooks/accounts", endpoint, name="accounts"),
+        webhook_route("/webhooks/accounts/{kind}", endpoint, name="accounts_kind"),
     ]

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from receiver.auth import WebhookAuth
 from receiver.ingest import ReceiverContext, webhook_endpoint
+from receiver.probe import webhook_route
 from reconcile.inbox import NewItem
 from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
 from reconcile.payloads.pix import pix_callback_items
@@ -47,19 +48,9 @@ def _wraps(document: Any, wrapper: str) -> bool:
 def routes(ctx: ReceiverContext) -> list[BaseRoute]:
     auth = WebhookAuth(ctx.settings, "qrcode")
     return [
-        Route(
-            "/webhooks/qrcode/pix",
-            webhook_endpoint(ctx, auth, _pix),
-            methods=["POST"],
-            name="qrcode_pix",
-        ),
+        webhook_route("/webhooks/qrcode/pix", webhook_endpoint(ctx, auth, _pix), name="qrcode_pix"),
         # Some providers post to the bare registered URL.
-        Route(
-            "/webhooks/qrcode",
-            webhook_endpoint(ctx, auth, _bare),
-            methods=["POST"],
-            name="qrcode_bare",
-        ),
-        Route("/webhooks/qrcode/rec", webhook_endpoint(ctx, auth, _rec), methods=["POST"]),
-        Route("/webhooks/qrcode/cobr", webhook_endpoint(ctx, auth, _cobr), methods=["POST"]),
+        webhook_route("/webhooks/qrcode", webhook_endpoint(ctx, auth, _bare), name="qrcode_bare"),
+        webhook_route("/webhooks/qrcode/rec", webhook_endpoint(ctx, auth, _rec)),
+        webhook_route("/webhooks/qrcode/cobr", webhook_endpoint(ctx, auth, _cobr)),
     ]
