@@ -15,6 +15,7 @@ from sqlalchemy import (
     and_,
     case,
     cast,
+    func,
     insert,
     literal,
     null,
@@ -25,7 +26,7 @@ from sqlmodel import Session
 
 from reconcile.db import table_of
 from reconcile.matching.context import RunContext
-from reconcile.models import ReconciliationItem
+from reconcile.models import DeliveryItem, ReconciliationItem, WebhookDelivery
 from reconcile.priorities import EXCEPTION_PRIORITY
 from reconcile.priorities import refund_priority as priority_of_refund
 
@@ -50,6 +51,20 @@ COLUMNS = (
     "priority",
     "duplicate_webhooks",
 )
+
+
+def _late(ctx: RunContext, row: FromClause) -> ColumnElement[int]:
+    """The repeats of a row's item delivered after the day it is judged as of: a later
+    day's re-notification (a Pix sent again with its refund) is no repeat of this day's,
+    or the day's count would grow with the day it is asked. Looked up for repeated items
+    only, by the links each later delivery left (``delivery_item``)."""
+    links, deliveries = table_of(DeliveryItem), table_of(WebhookDelivery)
+    return (
+        select(func.count())
+        .select_from(links.join(deliveries, deliveries.c.id == links.c.delivery_id))
+        .where(links.c.item_id == row.c.inbox_item_id, deliveries.c.received_at >= ctx.as_of)
+        .scalar_subquery()
+    )
 
 
 def refund_priority(ctx: RunContext, deadline: date) -> int:
@@ -155,6 +170,9 @@ def insert_verdicts(
         row.c.net,
         refund_by,
         priority,
-        case((row.c.webhooks > 1, row.c.webhooks - 1), else_=literal(None, Integer)),
+        case(
+            (row.c.webhooks > 1, func.nullif(row.c.webhooks - 1 - _late(ctx, row), 0)),
+            else_=literal(None, Integer),
+        ),
     ).select_from(row)
     session.execute(insert(table_of(ReconciliationItem)).from_select(COLUMNS, rows))

@@ -26,6 +26,7 @@ from reconcile.models import AccountMovement, Confirmation, PixRefund, Source
 from reconcile.nightly import NightlyResult, reconcile_day
 from reconcile.payloads.accounts import accounts_items
 from reconcile.payloads.automatico import rec_callback_items
+from reconcile.payloads.pix import pix_callback_items
 from reconcile.processing import process_items
 from reconcile.provider.errors import NotFound
 from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, utcnow
@@ -1183,3 +1184,32 @@ def test_a_refund_the_api_does_not_know_is_called_so(engine: Engine) -> None:
     with session_scope(engine) as session:
         (case,) = [c for c in case_rows(session, day=PAST) if c["ref"] == rtr]
     assert case["action"].startswith("ask the provider about the refund of R$ 30,00")
+
+
+def test_a_days_repeats_are_counted_as_of_its_end(engine: Engine) -> None:
+    """A Pix delivered twice on its day and again the next (sent once more with a refund,
+    say): its day counts one repeat whenever it is asked."""
+    from reconcile.inbox import Delivery, store_deliveries
+
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    body = {"endToEndId": "E99999008202603101400repeated001", "valor": "12.00"}
+    body["horario"] = book.at("14:00").isoformat()
+    items = pix_callback_items({"pix": [body]})
+
+    def deliver(at: datetime) -> None:
+        delivery = Delivery("/webhooks/qrcode/pix", None, {}, b"{}", items)
+        with session_scope(engine) as session:
+            new = store_deliveries(session, [delivery], now=at)[0].new_ids
+        process_items(engine, new)
+
+    for at in (book.at("14:00"), book.at("14:05"), book.at("09:00", PAST + timedelta(days=1))):
+        deliver(at)
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 1_200, "14:00", credit=True, endToEndId=body["endToEndId"])
+    later = business_day_bounds(PAST + timedelta(days=1))[1] + timedelta(hours=2)
+    for now in (AFTER, later):
+        judged = reconcile_day(engine, PAST, now=now)
+        verdict = verdicts_of(engine, judged)[("movement", body["endToEndId"])]
+        assert verdict.duplicate_webhooks == 1
+        assert judged.report["deliveries"]["duplicate_webhooks"] == 1
