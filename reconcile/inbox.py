@@ -4,15 +4,27 @@ from reading first."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, Engine, TextClause, func, insert, select, text, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    TextClause,
+    and_,
+    case,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
 from sqlmodel import Session, col
 
 from reconcile.db import dialect_of, insert_for, session_scope, table_of
@@ -20,10 +32,12 @@ from reconcile.models import (
     DeliveryItem,
     InboxItem,
     InboxRef,
+    ItemKind,
     ItemStatus,
     Source,
     WebhookDelivery,
 )
+from reconcile.money import parse_amount
 from reconcile.payloads.refs import item_refs, ref_values
 from reconcile.payloads.tolerant import ItemWarning
 from reconcile.timeutil import as_utc, utcnow
@@ -51,6 +65,16 @@ class NewItem:
     refs: tuple[str, ...] | None = None
     """Every reference the item carries; ``None``: read them from the payload."""
 
+    def digest(self) -> str | None:
+        """MD5 of the amount the item states: a webhook repeat with another digest is a
+        conflicting one. ``None`` for the kinds whose repeats are not compared."""
+        amount = _stated_amount(self)
+        if amount is None:
+            return None
+        return hashlib.md5(
+            amount.encode("utf-8", "surrogatepass"), usedforsecurity=False
+        ).hexdigest()
+
     def ref_values(self) -> tuple[str, ...]:
         if self.refs is not None:
             return self.refs
@@ -59,6 +83,51 @@ class NewItem:
         except ValueError:
             return ()
         return ref_values(item_refs(self.kind, payload))
+
+
+# A repeat of a key that states another amount (another valor for the same endToEndId, a
+# first copy whose amount could not be read and a retry whose amount can): the first stays
+# the item, as for every repeat, and is flagged; both deliveries keep their bodies. Only
+# the amount is compared: a Pix sent again with its refunds, or a status written otherwise,
+# is the same money.
+CONFLICTING_REPEAT = ItemWarning(
+    "/",
+    "one amount per key: a later delivery carried this key with another amount (the first "
+    "is kept, both deliveries' bodies are stored)",
+)
+_CONFLICT_MARK = "a later delivery carried this key with another amount"
+_AMOUNT_AT: dict[str, tuple[str, ...]] = {
+    ItemKind.PIX.value: ("valor",),
+    ItemKind.PIX_REFUND.value: ("devolucao", "valor"),
+}
+
+
+def _stated_amount(item: NewItem) -> str | None:
+    """The amount an item states, as one text whatever its notation; ``None`` for a kind
+    whose repeats are not compared."""
+    path = _AMOUNT_AT.get(item.kind)
+    if path is None:
+        return None
+    try:
+        found: Any = json.loads(item.payload, parse_float=Decimal)
+    except ValueError:
+        return None
+    for name in path:
+        found = found.get(name) if isinstance(found, dict) else None
+    try:
+        return str(parse_amount(found))
+    except (ValueError, TypeError):  # InvalidAmount among them
+        return repr(found)
+
+
+def _conflicts(first: NewItem, again: NewItem) -> bool:
+    return first.payload != again.payload and first.digest() != again.digest()
+
+
+def _flagged_as_conflicting(item: NewItem) -> NewItem:
+    if CONFLICTING_REPEAT in item.warnings:
+        return item
+    return replace(item, warnings=(*item.warnings, CONFLICTING_REPEAT))
 
 
 def warnings_json(warnings: Sequence[ItemWarning]) -> str | None:
@@ -105,7 +174,9 @@ class _Sightings:
         for index, items in enumerate(item_lists):
             for item in items:
                 count[item.key] += 1
-                first.setdefault(item.key, (index, item))
+                found = first.setdefault(item.key, (index, item))
+                if found[1] is not item and _conflicts(found[1], item):
+                    first[item.key] = (found[0], _flagged_as_conflicting(found[1]))
         return cls(count, first)
 
     def results(
@@ -220,6 +291,7 @@ class GroupWrite:
                 "d": index + 1,
                 "seen": seen.count[key],
                 "warnings": warnings_json(item.warnings),
+                "content_digest": item.digest(),
             }
             for key, (index, item) in sorted(seen.first.items())
         ]
@@ -237,6 +309,7 @@ class GroupWrite:
             "refs": _json_rows([{"ref": ref, "key": key} for ref, key in refs]),
             "carried": _json_rows([{"key": key, "d": d} for key, d in carried]),
             "now": now,
+            **CONFLICT_PARAMS,
         }
         return cls(params, item_lists, seen)
 
@@ -262,6 +335,22 @@ def _insert_deliveries(
         for d in deliveries
     ]
     return [row[0] for row in session.execute(stmt, rows)]
+
+
+# A webhook repeat that states another amount than the item flags it, once. Items stored
+# before digests were kept, and kinds not compared, have none: compared with nothing.
+_FLAG_CONFLICT = """CASE
+                WHEN inbox_item.source = 'webhook'
+                    AND inbox_item.content_digest <> EXCLUDED.content_digest
+                    AND position(CAST(:conflict_mark AS text)
+                        IN coalesce(inbox_item.warnings, '')) = 0
+                THEN coalesce(left(inbox_item.warnings, -1) || ', ', '[')
+                    || CAST(:conflict AS text) || ']'
+                ELSE inbox_item.warnings END"""
+CONFLICT_PARAMS: dict[str, str] = {
+    "conflict": json.dumps(CONFLICTING_REPEAT.as_json(), ensure_ascii=False),
+    "conflict_mark": _CONFLICT_MARK,
+}
 
 
 # On PostgreSQL each statement of a group commit has one text, whatever the number of
@@ -295,22 +384,24 @@ PG_GROUP_STATEMENT = text(
     ), r AS (
         SELECT * FROM json_to_recordset(CAST(:items AS json)) AS t(
             kind text, key text, payload text, status text, d bigint, seen integer,
-            warnings text
+            warnings text, content_digest text
         )
     ), i AS (
         INSERT INTO inbox_item (
             source, kind, key, payload, status, delivery_id, received_at, last_seen_at,
-            webhook_at, poll_at, webhook_count, poll_count, attempts, warnings
+            webhook_at, poll_at, webhook_count, poll_count, attempts, warnings,
+            content_digest
         )
         SELECT 'webhook', r.kind, r.key, r.payload, r.status, dn.id,
             CAST(:now AS timestamptz), CAST(:now AS timestamptz),
-            CAST(:now AS timestamptz), NULL, r.seen, 0, 0, r.warnings
+            CAST(:now AS timestamptz), NULL, r.seen, 0, 0, r.warnings, r.content_digest
         FROM r JOIN dn ON dn.n = r.d
         ORDER BY r.key
         ON CONFLICT (key) DO UPDATE SET
             last_seen_at = EXCLUDED.last_seen_at,
             webhook_count = inbox_item.webhook_count + EXCLUDED.webhook_count,
-            webhook_at = coalesce(inbox_item.webhook_at, EXCLUDED.webhook_at)
+            webhook_at = coalesce(inbox_item.webhook_at, EXCLUDED.webhook_at),
+            warnings = {FLAG_CONFLICT}
         RETURNING id, key, webhook_count + poll_count AS seen
     ), created AS (
         SELECT i.id, i.key, r.d FROM i JOIN r ON r.key = i.key WHERE i.seen = r.seen
@@ -332,23 +423,24 @@ PG_GROUP_STATEMENT = text(
         ORDER BY i.id, dn.id
     )
     SELECT id, key, seen FROM i
-    """
+    """.replace("{FLAG_CONFLICT}", _FLAG_CONFLICT)
 )
 _PG_UPSERT = text(
     """
     INSERT INTO inbox_item (
         source, kind, key, payload, status, delivery_id, received_at, last_seen_at,
-        webhook_at, poll_at, webhook_count, poll_count, attempts, warnings
+        webhook_at, poll_at, webhook_count, poll_count, attempts, warnings, content_digest
     )
     SELECT CAST(:source AS text), kind, key, payload, status, delivery_id,
         CAST(:now AS timestamptz), CAST(:now AS timestamptz),
         CAST(:webhook_at AS timestamptz), CAST(:poll_at AS timestamptz),
-        webhook_count, poll_count, 0, warnings
+        webhook_count, poll_count, 0, warnings, content_digest
     FROM ROWS FROM (json_to_recordset(CAST(:rows AS json)) AS (
         kind text, key text, payload text, status text, delivery_id bigint,
-        webhook_count integer, poll_count integer, warnings text
+        webhook_count integer, poll_count integer, warnings text, content_digest text
     )) WITH ORDINALITY AS t(
-        kind, key, payload, status, delivery_id, webhook_count, poll_count, warnings, n
+        kind, key, payload, status, delivery_id, webhook_count, poll_count, warnings,
+        content_digest, n
     )
     ORDER BY n
     ON CONFLICT (key) DO UPDATE SET
@@ -356,9 +448,11 @@ _PG_UPSERT = text(
         webhook_count = inbox_item.webhook_count + EXCLUDED.webhook_count,
         poll_count = inbox_item.poll_count + EXCLUDED.poll_count,
         webhook_at = coalesce(inbox_item.webhook_at, EXCLUDED.webhook_at),
-        poll_at = coalesce(inbox_item.poll_at, EXCLUDED.poll_at)
+        poll_at = coalesce(inbox_item.poll_at, EXCLUDED.poll_at),
+        warnings = CASE WHEN CAST(:source AS text) = 'webhook' THEN {FLAG_CONFLICT}
+            ELSE inbox_item.warnings END
     RETURNING id, key, webhook_count + poll_count
-    """
+    """.replace("{FLAG_CONFLICT}", _FLAG_CONFLICT)
 )
 _PG_REFS = text(
     """
@@ -407,6 +501,24 @@ def _upsert(dialect: str) -> Any:
                 "poll_count": table.c.poll_count + base.excluded.poll_count,
                 "webhook_at": func.coalesce(table.c.webhook_at, base.excluded.webhook_at),
                 "poll_at": func.coalesce(table.c.poll_at, base.excluded.poll_at),
+                "warnings": case(
+                    (
+                        and_(
+                            table.c.source == Source.WEBHOOK.value,
+                            base.excluded.source == Source.WEBHOOK.value,
+                            table.c.content_digest != base.excluded.content_digest,
+                            func.instr(func.coalesce(table.c.warnings, ""), _CONFLICT_MARK) == 0,
+                        ),
+                        func.coalesce(
+                            func.substr(table.c.warnings, 1, func.length(table.c.warnings) - 1)
+                            + ", ",
+                            "[",
+                        )
+                        + CONFLICT_PARAMS["conflict"]
+                        + "]",
+                    ),
+                    else_=table.c.warnings,
+                ),
             },
         ).returning(table.c.id, table.c.key, table.c.webhook_count + table.c.poll_count)
     return stmt
@@ -435,6 +547,7 @@ def _store_groups(
             "webhook_count": sightings[key] if is_webhook else 0,
             "poll_count": 0 if is_webhook else sightings[key],
             "warnings": warnings_json(item.warnings),
+            "content_digest": item.digest(),
         }
         # A stable key order keeps concurrent batches from deadlocking on PostgreSQL.
         for key, (index, item) in sorted(first.items())
@@ -457,6 +570,7 @@ def _store_groups(
                 "source": source.value,
                 "webhook_at": shared["webhook_at"],
                 "poll_at": shared["poll_at"],
+                **CONFLICT_PARAMS,
             },
         )
         if dialect == "postgresql"

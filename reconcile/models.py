@@ -155,6 +155,12 @@ class InboxItem(InboxItemBase, table=True):
         sa_type=Text,
         description="fields read otherwise than documented: JSON [{pointer, expected}]",
     )
+    # A webhook repeat of the key with another digest is flagged (``reconcile/inbox.py``).
+    content_digest: str | None = Field(
+        default=None,
+        max_length=32,
+        description="MD5 of the amount a Pix or a refund states (else none)",
+    )
 
     @property
     def duplicates(self) -> int:
