@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from reconcile.db import session_scope
 from reconcile.inbox import CONFLICTING_REPEAT
@@ -28,8 +29,9 @@ def _post(node: RunningNode, *pixes: dict[str, Any]) -> Any:
 
 def _item(node: RunningNode, e2e: str) -> InboxItem:
     with session_scope(node.node.engine) as session:
-        found = session.execute(select(InboxItem).where(InboxItem.key == f"pix:{e2e}"))
-        return found.scalar_one()
+        found = session.execute(select(InboxItem).where(col(InboxItem.key) == f"pix:{e2e}"))
+        item: InboxItem = found.scalar_one()
+        return item
 
 
 def _flags(item: InboxItem) -> list[dict[str, str]]:
