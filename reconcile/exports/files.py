@@ -15,7 +15,12 @@ from sqlalchemy import Engine
 from reconcile.exports.exceptions import exception_table
 from reconcile.exports.movements import movement_table
 from reconcile.exports.ofx import OfxAccount, ofx_chunks
-from reconcile.exports.statement import day_balance, statement_lines, statement_table
+from reconcile.exports.statement import (
+    day_balance,
+    statement_lines,
+    statement_notice,
+    statement_table,
+)
 from reconcile.exports.table import ExportError, Table
 from reconcile.exports.tabular import csv_chunks, jsonl_chunks
 from reconcile.formats import br_date
@@ -87,7 +92,8 @@ def open_export(
     if fmt is Format.ofx:
         balance = day_balance(engine, day, now)
         chunks = ofx_chunks(day, statement_lines(engine, day), balance, account, now)
-        return Export(f"statement-{day.isoformat()}.ofx", MEDIA_TYPES[fmt], chunks)
+        notice = statement_notice(engine, day)
+        return Export(f"statement-{day.isoformat()}.ofx", MEDIA_TYPES[fmt], chunks, notice)
     table: Table
     if kind is Kind.exceptions:
         table = exception_table(engine, day)

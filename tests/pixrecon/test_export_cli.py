@@ -181,6 +181,23 @@ def test_each_kind_in_its_formats(pixrecon: Callable[..., Result]) -> None:
     assert statement.account.acctid == "PIXRECON"  # no account configured: the placeholder
 
 
+def test_a_statement_nobody_read_is_exported_with_a_warning(
+    pixrecon: Callable[..., Result],
+) -> None:
+    """The day before has no line stored and no run: its empty statement is no proof that
+    nothing moved, and stderr says so; the day that was read and judged says nothing."""
+    before = (DAY - timedelta(days=1)).isoformat()
+    for fmt in ("csv", "ofx"):
+        code, out, err = pixrecon("export", "--date", before, "--kind", "statement", "-f", fmt)
+        assert code == 0
+        said = " ".join(err.split())
+        assert "no completed run of the day read its statement" in said, err
+        assert f"pixrecon reconcile --date {before}" in said
+        assert out  # the file itself is still written
+    code, _, err = pixrecon("export", "--date", DAY.isoformat(), "--kind", "statement", "-f", "csv")
+    assert (code, err) == (0, "")
+
+
 def test_what_cannot_be_done_is_one_line_and_exit_two(
     pixrecon: Callable[..., Result], tmp_path: Path
 ) -> None:
