@@ -225,6 +225,10 @@ def _type(document: dict[str, Any], path_type: str | None) -> tuple[str | None, 
             if padded
             else []
         )
+        # Read as the documented type it stands for, and flagged, as a status in another
+        # case is: whoever reads the flags learns how the provider writes it.
+        if named in KNOWN_TYPES and declared != named:
+            read.append(ItemWarning("/type", f"the type in capitals (read as {named})"))
         # The body's word is the provider's; the path is only where it was registered. A
         # disagreement is read as the body says, and flagged for whoever set the URLs.
         if path_type and path_type.upper() in KNOWN_TYPES and path_type.upper() != named:

@@ -77,6 +77,20 @@ def test_an_infraction_keyed_infraction_id_and_a_padded_type_are_read(
     )
 
 
+def test_a_type_in_another_case_is_read_as_the_documented_one_and_flagged(
+    running_node: RunningNode,
+) -> None:
+    data = {"id": "low-1", "status": "LIQUIDATED", "payment": {"amount": "1.00"}}
+    lower = {"type": "transfer", "data": data}
+    _post(running_node, "/webhooks/accounts", json.dumps(lower).encode())
+    running_node.wait_processed()
+    item = _items(running_node)["accounts:TRANSFER:low-1:LIQUIDATED"]
+    assert _warned(item)["/type"] == "the type in capitals (read as TRANSFER)"
+    with session_scope(running_node.node.engine) as session:
+        row = session.execute(select(AccountMovement)).scalar_one()
+    assert (row.type, row.amount_cents) == ("TRANSFER", 100)
+
+
 def test_bodies_readable_only_leniently_are_stored_and_flagged(
     running_node: RunningNode,
 ) -> None:
