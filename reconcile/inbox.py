@@ -64,11 +64,14 @@ class NewItem:
     """Fields of the payload read otherwise than documented (kept raw, flagged)."""
     refs: tuple[str, ...] | None = None
     """Every reference the item carries; ``None``: read them from the payload."""
+    stated: str | None = field(default=None, compare=False)
+    """The amount it states, when its reader already has it (``_stated_amount``):
+    ``digest`` then reads no JSON on the receiver's event loop."""
 
     def digest(self) -> str | None:
         """MD5 of the amount the item states: a webhook repeat with another digest is a
         conflicting one. ``None`` for the kinds whose repeats are not compared."""
-        amount = _stated_amount(self)
+        amount = self.stated if self.stated is not None else _stated_amount(self)
         if amount is None:
             return None
         return hashlib.md5(

@@ -315,7 +315,15 @@ def _documented_item(raw: dict[str, Any]) -> NewItem:
         return new_item(ItemKind.PIX, pix_key(raw["endToEndId"]), raw)
     # Its references, as ``item_refs`` reads them: both are ids without spaces.
     refs = {raw["endToEndId"], raw.get("txid", raw["endToEndId"])}
-    return NewItem(ItemKind.PIX.value, pix_key(raw["endToEndId"]), text, refs=tuple(sorted(refs)))
+    # As ``NewItem.digest`` reads it from the payload: the amount in its one notation.
+    stated = str(parse_amount(raw["valor"]))
+    return NewItem(
+        ItemKind.PIX.value,
+        pix_key(raw["endToEndId"]),
+        text,
+        refs=tuple(sorted(refs)),
+        stated=stated,
+    )
 
 
 def pix_callback_items(document: Any) -> list[NewItem]:

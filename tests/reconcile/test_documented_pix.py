@@ -86,7 +86,16 @@ def _read(read: Any, body: Any) -> Any:
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(bodies)
 def test_every_body_reads_as_the_tolerant_models_read_it(body: Any) -> None:
-    assert _read(pix_callback_items, body) == _read(read_tolerantly, body)
+    _read_alike(body)
+
+
+def _read_alike(body: Any) -> None:
+    shortcut, tolerant = _read(pix_callback_items, body), _read(read_tolerantly, body)
+    assert shortcut == tolerant
+    if isinstance(shortcut, list):
+        # The amount a repeat is compared by, which the shortcut gives without reading
+        # the payload again.
+        assert [i.digest() for i in shortcut] == [i.digest() for i in tolerant]
 
 
 def _fields(read: Any, raw: Any) -> Any:
@@ -130,7 +139,7 @@ PLAIN = {
 )
 def test_each_near_miss_reads_as_the_tolerant_models_read_it(name: str, value: Any) -> None:
     body = {"pix": [{**PLAIN, name: value}]}
-    assert _read(pix_callback_items, body) == _read(read_tolerantly, body)
+    _read_alike(body)
     _rows_read_alike(body)
 
 
