@@ -10,6 +10,7 @@ required and checked, everything else is documented and accepted whatever its sh
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -155,8 +156,21 @@ def _is_timestamp(value: Any) -> bool:
     return read_timestamp(value) is not None
 
 
+NOT_RFC3339 = "an RFC 3339 date-time, such as 2026-11-22T14:30:00-03:00 (read leniently)"
+# What RFC 3339 writes (section 5.6; a space for the T, as its note allows): anything else
+# a reader accepts (an offset without its minutes, "+0000", no seconds) was read by a guess.
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
 def _without_offset(value: Any) -> str | None:
-    return WITHOUT_OFFSET if _local_time(value) is not None else None
+    if _local_time(value) is not None:
+        return WITHOUT_OFFSET
+    if isinstance(value, str) and _RFC3339.fullmatch(value.strip()) is None:
+        return NOT_RFC3339
+    return None
 
 
 def timestamp(*, required: bool = False) -> Expect:

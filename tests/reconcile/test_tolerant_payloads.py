@@ -497,6 +497,27 @@ def test_a_time_without_its_offset_is_sao_paulo_time_and_flagged(
     assert _warnings(with_offset) == {}
 
 
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2026-11-26T12:00:00-03", datetime(2026, 11, 26, 15, tzinfo=UTC)),
+        ("2026-11-26T15:00:00+0000", datetime(2026, 11, 26, 15, tzinfo=UTC)),
+        ("2026-11-26T15:00Z", datetime(2026, 11, 26, 15, tzinfo=UTC)),
+    ],
+)
+def test_a_time_read_by_a_guess_is_flagged(written: str, utc: datetime) -> None:
+    """Read (the offset is there), but not as RFC 3339 writes it: what was read is a guess
+    somebody should know about."""
+    (pix_item,) = pix_callback_items(pix(horario=written))
+    assert _warnings(pix_item) == {
+        "/horario": "an RFC 3339 date-time, such as 2026-11-22T14:30:00-03:00 (read leniently)"
+    }
+    assert read_timestamp(written) == utc
+    for exact in ("2026-11-26T15:00:00Z", "2026-11-26T12:00:00.5-03:00", "2026-11-26 15:00:00Z"):
+        (item,) = pix_callback_items(pix(horario=exact))
+        assert _warnings(item) == {}
+
+
 def _padded(value: str) -> str:
     return f" {value}\n"
 
