@@ -171,7 +171,9 @@ class Settings(BaseSettings):
     # A notified movement the API does not know yet stays pending this long, then it is
     # flagged unconfirmed_webhook (the provider's own lists can lag).
     # How long one call to the provider keeps retrying what may pass (429, 5xx, timeouts)
-    # before it fails — exponential backoff with jitter up to provider_max_backoff, and a
+    # before it fails, on the clock from its first attempt (a provider that never answers
+    # costs a whole timeout per attempt, which counting only the waits left out) —
+    # exponential backoff with jitter up to provider_max_backoff, and a
     # Retry-After honoured up to provider_max_retry_after (longer: the call fails now and
     # is tried again at the job's next run). Minutes, so that a throttled nightly run rides
     # it out; a run that still fails exits 2 naming what it could not read.

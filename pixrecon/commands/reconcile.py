@@ -94,6 +94,18 @@ def _stopped_matching(day: date) -> str:
     )
 
 
+def _tries(exc: ProviderError, budget: float) -> str:
+    """How long the call that failed kept trying, as measured; nothing for an error it
+    did not retry (a refusal, a bad request), which more time would not have changed."""
+    if exc.attempts is None or exc.elapsed is None:
+        return ""
+    attempts = "1 attempt" if exc.attempts == 1 else f"{exc.attempts} attempts"
+    return (
+        f", after {attempts} over {exc.elapsed:.0f} s (PIXRECON_PROVIDER_RETRY_SECONDS={budget:g}: "
+        "no retry begins after that long from the first attempt)"
+    )
+
+
 def _fetching(name: str, steps: list[str], bar: Progress, task: TaskID) -> None:
     steps.append(name)
     bar.update(task, description=f"fetching {name}")
@@ -178,8 +190,7 @@ def reconcile_command(
         during = f" while fetching {fetching[-1]}" if fetching else ""
         raise fail(
             f"the reconciliation could not run: the provider's API failed{escape(during)} "
-            f"({one_line(exc)}), after retrying for up to "
-            f"{settings.provider_retry_seconds:g} s (PIXRECON_PROVIDER_RETRY_SECONDS); "
+            f"({one_line(exc)}){_tries(exc, settings.provider_retry_seconds)}; "
             "nothing was concluded — run it again once the provider answers"
         ) from None
     except RUN_ERRORS as exc:

@@ -23,6 +23,16 @@ class ProviderError(Exception):
         super().__init__(message)
         self.status = status
         self.problem: Mapping[str, Any] = problem if problem is not None else {}
+        # Set when the call gave up retrying: how many attempts it made, in how long. An
+        # error met on the first attempt and never retried leaves them unset.
+        self.attempts: int | None = None
+        self.elapsed: float | None = None
+
+    def gave_up(self, attempts: int, elapsed: float) -> ProviderError:
+        """This error, as the last of ``attempts`` made over ``elapsed`` seconds."""
+        self.attempts = attempts
+        self.elapsed = elapsed
+        return self
 
     @property
     def type(self) -> str | None:

@@ -94,8 +94,9 @@ class TokenCache:
     def fetch_count(self) -> int:
         return self._fetches
 
-    def get(self) -> str:
-        """A token that is not about to expire, fetching one if needed."""
+    def get(self, *, timeout: httpx.Timeout | None = None) -> str:
+        """A token that is not about to expire, fetching one if needed; ``timeout``
+        bounds that fetch (the client's own timeouts without it)."""
         with self._lock:
             now = self._clock()
             if self._token is not None and now < self._refresh_at:
@@ -110,7 +111,7 @@ class TokenCache:
                 message = f"token endpoint rate limited for {wait:.1f}s more"
                 raise ProviderUnavailable(message, status=429, retry_after=wait)
             try:
-                self._token, self._refresh_at, self._expires_at = self._fetch()
+                self._token, self._refresh_at, self._expires_at = self._fetch(timeout)
             except ProviderUnavailable as exc:
                 if exc.status == 429 and exc.retry_after:
                     self._blocked_until = self._clock() + exc.retry_after
@@ -126,7 +127,7 @@ class TokenCache:
             if self._token == token:
                 self._token = None
 
-    def _fetch(self) -> tuple[str, float, float]:
+    def _fetch(self, timeout: httpx.Timeout | None = None) -> tuple[str, float, float]:
         """A new token, when to refresh it and when it expires (on ``clock``)."""
         form = {"grant_type": "client_credentials"}
         if self._scopes:
@@ -144,6 +145,7 @@ class TokenCache:
                     data=form,
                     auth=auth if auth is not None else httpx.USE_CLIENT_DEFAULT,
                     headers={"Accept": "application/json"},
+                    timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
                 )
                 answered(response.status_code)
         except httpx.TransportError as exc:

@@ -28,6 +28,20 @@ _NOT_SENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 QueryParams = Mapping[str, str | int]
 
 
+def _capped(timeout: httpx.Timeout, left: float) -> httpx.Timeout:
+    """``timeout`` with each of its limits (none is no limit) at most ``left`` seconds."""
+
+    def cap(limit: float | None) -> float:
+        return left if limit is None else min(limit, left)
+
+    return httpx.Timeout(
+        connect=cap(timeout.connect),
+        read=cap(timeout.read),
+        write=cap(timeout.write),
+        pool=cap(timeout.pool),
+    )
+
+
 class ApiTransport:
     def __init__(
         self,
@@ -82,16 +96,19 @@ class ApiTransport:
         if content is not None:
             headers["Content-Type"] = "application/json"
         failures = 0
-        waited = 0.0
+        started = self._retry.clock()
+        # The first attempt has the client's own timeouts; a retry only what the budget
+        # has left, so that it cannot end past it.
+        timeout = self._http.timeout
         refreshed = False
         while True:
             token: str | None = None
             retryable = safe
             try:
-                token = self._tokens.get()
+                token = self._tokens.get(timeout=timeout)
                 headers["Authorization"] = f"Bearer {token}"
                 label = endpoint_template(endpoint) if endpoint else endpoint_label(path)
-                response = self._send(method, url, label, params, content, headers)
+                response = self._send(method, url, label, params, content, headers, timeout)
             except ProviderUnavailable as exc:
                 # The token endpoint failed; fetching a token changes nothing remotely.
                 error: ProviderError = exc
@@ -113,21 +130,27 @@ class ApiTransport:
             if not (retryable and isinstance(error, ProviderUnavailable)):
                 raise error
             failures += 1
-            delay = self._retry.delay(failures, error.retry_after, waited)
+            elapsed = self._retry.clock() - started
+            delay = self._retry.delay(failures, error.retry_after, elapsed)
             if delay is None:
-                raise error
+                raise error.gave_up(failures, elapsed)
             # Once per failure is too loud under minutes of throttling: the first, then
             # every tenth.
             if failures == 1 or failures % 10 == 0:
                 log.warning(
-                    "provider call failed (%d so far, %.0fs waited), retrying in %.2fs: %s",
+                    "provider call failed (%d so far, %.0fs since the first try), retrying "
+                    "in %.2fs: %s",
                     failures,
-                    waited,
+                    elapsed,
                     delay,
                     error,
                 )
             self._retry.sleep(delay)
-            waited += delay
+            left = self._retry.left(self._retry.clock() - started)
+            if left is not None:
+                if left <= 0:  # the sleep overran
+                    raise error.gave_up(failures, self._retry.clock() - started)
+                timeout = _capped(self._http.timeout, left)
 
     def _send(
         self,
@@ -137,10 +160,11 @@ class ApiTransport:
         params: QueryParams | None,
         content: bytes | None,
         headers: dict[str, str],
+        timeout: httpx.Timeout,
     ) -> httpx.Response:
         with counted(self._api, endpoint) as answered:
             response = self._http.request(
-                method, url, params=params, content=content, headers=headers
+                method, url, params=params, content=content, headers=headers, timeout=timeout
             )
             answered(response.status_code)
             return response

@@ -13,6 +13,7 @@ import contextlib
 import json
 import random
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -81,8 +82,15 @@ def qrcode_api(
     client: tuple[str, str] = (DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET),
     **options: Any,
 ) -> QrCodeApi:
-    """A ``QrCodeApi`` of ``server`` whose retries sleep into ``sleeps`` (not really)."""
-    retry = RetryPolicy(sleep=sleeps.append, rng=random.Random(0), **options.pop("retry", {}))
+    """A ``QrCodeApi`` of ``server`` whose retries sleep into ``sleeps`` (not really);
+    its retry budget's clock moves on by what they would have slept."""
+
+    def clock() -> float:
+        return time.monotonic() + sum(sleeps)
+
+    retry = RetryPolicy(
+        sleep=sleeps.append, clock=clock, rng=random.Random(0), **options.pop("retry", {})
+    )
     return QrCodeApi(server.url, *client, retry=retry, **options)
 
 
