@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Annotated
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import typer
 from rich.markup import escape
@@ -23,10 +24,50 @@ ACCOUNTS_TYPES = ("TRANSFER", "RECEIVE", "REFUND", "CASHOUT", "INFRACTION")
 webhooks_app = typer.Typer(help="Webhook registration with the provider.", no_args_is_help=True)
 
 
+# A path naming the receiver's own routes: the command adds them, so a base URL ending in
+# one would register `/webhooks/qrcode/webhooks/qrcode`, which the receiver answers 404.
+_OWN_ROUTES = re.compile(r"(?P<base>.*?)/+webhooks(?:/+(?:qrcode|accounts)(?:/+[^/]*)?)?/*")
+
+
+def _base_url_or_exit(base_url: str) -> SplitResult:
+    """``base_url`` split, when the routes appended to it are the receiver's; else one line
+    and exit 2 — the provider would post every notification to a URL answered 404."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("https", "http") or not parts.netloc:
+        raise fail(
+            "--base-url must be the absolute URL where the provider reaches this receiver, "
+            f"such as https://pix.example.com; got {escape(repr(base_url))}"
+        )
+    # Checked on the text, not the split parts: a bare `?` or `#` is dropped by urlsplit,
+    # yet appending the routes after it would still put them outside the path.
+    if "?" in base_url or "#" in base_url:
+        what = "a query (?…)" if "?" in base_url.split("#", 1)[0] else "a fragment (#…)"
+        raise fail(
+            f"--base-url {escape(base_url)} has {what}: the routes are appended to it, so it "
+            "must end with its path, such as https://pix.example.com or "
+            "https://pix.example.com/prefix"
+        )
+    own = _OWN_ROUTES.fullmatch(parts.path)
+    if own is not None:
+        given = urlunsplit((parts.scheme, parts.netloc, own["base"], "", ""))
+        raise fail(
+            f"--base-url {escape(base_url)} already names the receiver's routes: give the "
+            f"address they live under, {escape(given)}; the command appends /webhooks/qrcode "
+            "and /webhooks/accounts itself"
+        )
+    return parts
+
+
 @webhooks_app.command("register")
 def register(
     base_url: Annotated[
-        str, typer.Option("--base-url", help="public https:// URL where this receiver is reached")
+        str,
+        typer.Option(
+            "--base-url",
+            help="public https:// URL where this receiver is reached, such as "
+            "https://pix.example.com (or …/prefix): /webhooks/qrcode and /webhooks/accounts "
+            "are appended to it, so one with a query, a fragment or a /webhooks path is refused",
+        ),
     ],
     chave: Annotated[
         list[str] | None,
@@ -46,12 +87,7 @@ def register(
     PIXRECON_WEBHOOK_SECRETS), so that notifications authenticate. Exit code 2 when any
     registration failed (each is listed with its result).
     """
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("https", "http") or not parts.netloc:
-        raise fail(
-            "--base-url must be the absolute URL where the provider reaches this receiver, "
-            f"such as https://pix.example.com; got {escape(repr(base_url))}"
-        )
+    parts = _base_url_or_exit(base_url)
     settings = get_settings()
     base = base_url.rstrip("/")
     done: list[dict[str, str]] = []

@@ -368,6 +368,49 @@ def test_no_command_created_a_database_it_was_not_asked_for(
         assert not (tmp / name).exists(), name
 
 
+# The routes are appended to --base-url: any of these would register URLs answered 404.
+# Refused before the provider is looked at, so no provider is configured here.
+BASE_URLS: dict[str, Case] = {
+    "a_query": (
+        ("webhooks", "register", "--base-url", "https://example.com/x?y=1"),
+        {},
+        "--base-url https://example.com/x?y=1 has a query (?…)",
+    ),
+    "an_empty_query": (
+        ("webhooks", "register", "--base-url", "https://example.com/?"),
+        {},
+        "has a query (?…)",
+    ),
+    "a_fragment": (
+        ("webhooks", "register", "--base-url", "https://example.com/#frag"),
+        {},
+        "has a fragment (#…)",
+    ),
+    "the_qrcode_route": (
+        ("webhooks", "register", "--base-url", "https://example.com/webhooks/qrcode/"),
+        {},
+        "already names the receiver's routes: give the address they live under, "
+        "https://example.com;",
+    ),
+    "an_accounts_route_under_a_prefix": (
+        ("webhooks", "register", "--base-url", "https://example.com/pix/webhooks/accounts"),
+        {},
+        "give the address they live under, https://example.com/pix;",
+    ),
+    "webhooks_alone": (
+        ("webhooks", "register", "--base-url", "https://example.com/webhooks"),
+        {},
+        "already names the receiver's routes",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(BASE_URLS))
+def test_a_base_url_the_routes_cannot_be_appended_to_is_refused(name: str, tmp_path: Path) -> None:
+    [(result, says)] = run_all({name: BASE_URLS[name]}, tmp_path).values()
+    assert_one_line(result, says)
+
+
 def test_version(tmp_path: Path) -> None:
     result = run_pixrecon("--version", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
