@@ -25,7 +25,7 @@ from pixrecon.commands.common import (
 )
 from reconcile.db import session_scope
 from reconcile.formats import sp_time
-from reconcile.models import ItemStatus, Source
+from reconcile.models import ItemKind, ItemStatus, Source
 from reconcile.settings import Settings, get_settings
 
 events_app = typer.Typer(
@@ -184,9 +184,7 @@ def events_replay(
             "(São Paulo time unless an offset is given)"
         ),
     ] = None,
-    kind: Annotated[
-        str | None, typer.Option(help="items of this kind (pix, pix_refund, …)")
-    ] = None,
+    kind: Annotated[ItemKind | None, typer.Option(help="items of this kind")] = None,
     ref: Annotated[
         str | None,
         typer.Option(help="items carrying this reference (endToEndId, txid, rtrId, …)"),
@@ -228,7 +226,7 @@ def events_replay(
         selection = Selection(
             item_id=item_id,
             since=moment_option(since, "--since") if since is not None else None,
-            kind=kind,
+            kind=kind.value if kind is not None else None,
             ref=ref,
             statuses=tuple(status or ()),
             limit=limit,

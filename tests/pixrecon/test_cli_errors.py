@@ -278,6 +278,11 @@ CASES: dict[str, Case] = {
         {},
         "'done' is not one of 'pending', 'processed', 'failed', 'unsupported', 'ignored'",
     ),
+    "replay_kind": (
+        ("events", "replay", "--kind", "bogus"),
+        {},
+        "'bogus' is not one of 'pix', 'pix_refund', 'rec', 'cobr', 'accounts.transfer',",
+    ),
     "events_source": (("events", "--source", "email"), {}, "Invalid value for '--source'"),
     "events_limit": (("events", "--limit", "0"), {}, "Invalid value for '--limit'"),
     "id_not_a_number": (("events", "show", "abc"), {}, "Invalid value for 'ID'"),
