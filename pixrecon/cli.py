@@ -39,7 +39,7 @@ from pixrecon.output import ReaderMayLeave
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.logs import configure_logging
 from reconcile.provider.factory import ProviderTlsError
-from reconcile.settings import DEFAULT_DATABASE_URL, Settings, get_settings
+from reconcile.settings import DEFAULT_DATABASE_URL, Settings, get_settings, unknown_variables
 
 app = typer.Typer(
     help="Pix webhook receiver and reconciliation worker.",
@@ -99,8 +99,22 @@ def _start_logging() -> None:
         raw = os.environ.get("PIXRECON_LOG_JSON", "").strip().lower()
         json = True if raw in ("1", "true", "yes", "on") else None
         configure_logging("INFO", json=False if raw in ("0", "false", "no", "off") else json)
-        return
-    configure_logging(settings.log_level, json=settings.log_json)
+    else:
+        configure_logging(settings.log_level, json=settings.log_json)
+    _warn_about_unknown_variables()
+
+
+def _warn_about_unknown_variables() -> None:
+    """One warning per ``PIXRECON_*`` variable no setting reads: a misspelt one would
+    otherwise leave its setting at the default without a word. Only a warning: a
+    deployment may set variables of its own with the prefix."""
+    for name, close in unknown_variables(os.environ):
+        hint = f"did you mean {close}?" if close else "no setting has a name like it"
+        say(
+            f"{escape(name)} is set but is no pixrecon setting, so it is ignored: "
+            f"{escape(hint)} (README, Configuration)",
+            "warning",
+        )
 
 
 def _database_url() -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -435,3 +437,48 @@ class Settings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
+
+
+# ``PIXRECON_*`` variables that are no setting of pixrecon's but are read by its own tests
+# and benchmarks (tests/conftest.py, tests/bcb_spec.py, benchmarks/): they are set beside
+# the settings in CI and on developers' machines, where a warning for each, at every
+# command, would teach people to ignore the warning.
+NOT_SETTINGS = frozenset(
+    {
+        "PIXRECON_TEST_POSTGRES_URL",
+        "PIXRECON_TEST_REDIS_URL",
+        "PIXRECON_BCB_SPEC",
+        "PIXRECON_BENCH_DATABASE_URL",
+        "PIXRECON_BENCH_BROKER_URL",
+    }
+)
+
+
+def setting_variables() -> frozenset[str]:
+    """Every environment variable ``Settings`` reads, former names included."""
+    names: set[str] = set()
+    prefix = str(Settings.model_config.get("env_prefix", ""))
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices):
+            names.update(choice for choice in alias.choices if isinstance(choice, str))
+        else:
+            names.add(f"{prefix}{name}".upper())
+    return frozenset(name.upper() for name in names)
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
+    """Each ``PIXRECON_*`` variable of ``environ`` that no setting reads, with the setting
+    its name is closest to (``None`` when none is close). A misspelt setting is otherwise
+    silently ignored, and its default used: ``PIXRECON_DATABSE_URL`` would run on a
+    SQLite file of the working directory."""
+    known = setting_variables()
+    unknown = []
+    for name in sorted(environ):
+        # Settings' names are read in any case; so are these.
+        upper = name.upper()
+        if not upper.startswith("PIXRECON_") or upper in known or upper in NOT_SETTINGS:
+            continue
+        close = difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.8)
+        unknown.append((name, close[0] if close else None))
+    return unknown
