@@ -79,6 +79,11 @@ class Settings(BaseSettings):
     # stored. Memory stays bounded and every 2xx still means "committed".
     max_waiting_deliveries: int = Field(default=512, gt=0)
     commit_deadline_seconds: float = Field(default=4.0, gt=0)
+    # On SIGTERM the receiver finishes the requests in flight for at most this long, then
+    # drops what is left (a sender stalled mid-body would otherwise hold it for ever, and
+    # systemd kills it after TimeoutStopSec, in-process workers and all). A delivery
+    # dropped unanswered was not acknowledged: the provider sends it again.
+    shutdown_timeout_seconds: int = Field(default=30, gt=0)
 
     # Which defences guard each route family ("secret", "ip", "mtls", "hmac"); empty means
     # every defence that is configured. Several listed means all of them must pass.
@@ -240,6 +245,7 @@ class Settings(BaseSettings):
             name
             for name in (
                 "commit_deadline_seconds",
+                "shutdown_timeout_seconds",
                 "hmac_tolerance_seconds",
                 "sweep_interval_seconds",
                 "redispatch_after_seconds",

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -66,13 +68,36 @@ def _server(config: uvicorn.Config) -> uvicorn.Server:
     return StoppedBySignal(config)
 
 
+class _DroppedAtShutdown(logging.Filter):
+    """uvicorn cancels the requests still in flight when the graceful shutdown runs out
+    (PIXRECON_SHUTDOWN_TIMEOUT_SECONDS) and logs each with its stack, as if a bug: it is
+    how the shutdown was asked to end, said here in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, asyncio.CancelledError):
+            record.msg = (
+                "request_dropped_at_shutdown: a request still in flight when "
+                "PIXRECON_SHUTDOWN_TIMEOUT_SECONDS ran out was closed unanswered (a "
+                "delivery among them was not acknowledged, and the provider sends it again)"
+            )
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def serve(
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: PortOption = 8000,
 ) -> None:
     """Run the webhook receiver. Without PIXRECON_BROKER_URL the workers run in-process.
 
-    TLS (and mutual TLS) is terminated here when PIXRECON_TLS_CERTFILE/KEYFILE are set."""
+    TLS (and mutual TLS) is terminated here when PIXRECON_TLS_CERTFILE/KEYFILE are set.
+
+    SIGTERM or Ctrl-C stops it (exit code 0): the requests in flight get at most
+    PIXRECON_SHUTDOWN_TIMEOUT_SECONDS (30 s) to finish; any still unanswered is closed."""
     import uvicorn
     from rich.markup import escape
 
@@ -129,6 +154,7 @@ def serve(
                 # PIXRECON_TRUSTED_PROXIES; uvicorn's own rewriting would hand it a client
                 # address it cannot re-check.
                 proxy_headers=False,
+                timeout_graceful_shutdown=settings.shutdown_timeout_seconds,
                 **tls_options(settings),
             )
             server = _server(config)
@@ -136,7 +162,13 @@ def serve(
             # uvicorn says where it listens only for sockets it opened itself.
             scheme = "https" if config.is_ssl else "http"
             log.info("receiver_listening", url=f"{scheme}://{host}:{port}")
-            server.run(sockets=[sock])
+            dropped = _DroppedAtShutdown()
+            uvicorn_log = logging.getLogger("uvicorn.error")
+            uvicorn_log.addFilter(dropped)
+            try:
+                server.run(sockets=[sock])
+            finally:
+                uvicorn_log.removeFilter(dropped)
     if not server.started:
         raise fail("the receiver could not start: the log lines above say why")
 

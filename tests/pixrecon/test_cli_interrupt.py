@@ -9,26 +9,30 @@ import logging
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import structlog
 from sqlalchemy import func, select
 
 from pixrecon.cli import run
 from reconcile.db import create_db_engine, session_scope, table_of
-from reconcile.models import ReconciliationItem, ReconciliationRun, ScheduledJob
+from reconcile.models import InboxItem, ReconciliationItem, ReconciliationRun, ScheduledJob
 from reconcile.nightly import reconcile_day
 from reconcile.settings import get_settings
 from reconcile.timeutil import as_utc, business_day_bounds, utcnow
 from tests.cli_support import clean_env
 from tests.conftest import free_port
+from tests.factories import pix as pix_body
 from tests.reconcile.day_book import DayBook
 
 DAY = date(2026, 3, 10)
@@ -291,3 +295,84 @@ def test_ctrl_c_while_the_commands_are_still_loading_is_one_line_too(
         assert json.loads(line)["event"] == "command_interrupted"
     else:
         assert line.startswith("interrupted: ")
+
+
+SHUTDOWN_TIMEOUT = 2
+
+
+def test_sigterm_does_not_wait_for_ever_for_a_sender_stalled_mid_body(
+    database: str, tmp_path: Path
+) -> None:
+    """A sender that stalls mid-body would hold the graceful shutdown for ever (and
+    systemd kills the receiver, in-process workers and all, after TimeoutStopSec): it is
+    dropped after PIXRECON_SHUTDOWN_TIMEOUT_SECONDS, and what was acknowledged is kept."""
+    port = free_port()
+    env = clean_env(
+        database_url=database,
+        webhook_secrets="s3cret",
+        log_json="0",
+        shutdown_timeout_seconds=str(SHUTDOWN_TIMEOUT),
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pixrecon", "serve", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    lines: queue.Queue[str] = queue.Queue()
+    stream = process.stderr
+
+    def read() -> None:
+        for line in stream:
+            lines.put(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    said: list[str] = []
+    e2e = "E12345678202603101300abcdefghijk"
+    try:
+        while not any("Application startup complete" in line for line in said):
+            said.append(lines.get(timeout=60))
+        acknowledged = httpx.post(
+            f"http://127.0.0.1:{port}/webhooks/qrcode/pix",
+            json={"pix": [pix_body(e2e=e2e)]},
+            headers={"X-Webhook-Secret": "s3cret"},
+            timeout=10,
+        )
+        assert acknowledged.status_code == 200, acknowledged.text
+        with socket.create_connection(("127.0.0.1", port)) as stalled:
+            stalled.sendall(
+                b"POST /webhooks/qrcode/pix HTTP/1.1\r\nHost: x\r\nX-Webhook-Secret: s3cret\r\n"
+                b'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"pix":['
+            )
+            time.sleep(0.5)  # the request is in flight, its body incomplete
+            began = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            code = process.wait(timeout=SHUTDOWN_TIMEOUT + 20)
+            took = time.monotonic() - began
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    reader.join(timeout=10)
+    while not lines.empty():
+        said.append(lines.get())
+    stderr = "".join(said)
+    assert code == 0, stderr
+    assert took < SHUTDOWN_TIMEOUT + 10, took
+    assert "Traceback" not in stderr, stderr
+    assert "request_dropped_at_shutdown" in stderr, stderr
+    engine = create_db_engine(database)
+    try:
+        with session_scope(engine) as session:
+            kept = session.execute(
+                select(func.count())
+                .select_from(table_of(InboxItem))
+                .where(table_of(InboxItem).c.key == f"pix:{e2e}")
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    assert kept == 1
