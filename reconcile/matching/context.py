@@ -114,9 +114,14 @@ class RunContext:
         return and_(column >= self.start, column < self.end)
 
     def before(self, column: ColumnElement[datetime]) -> ColumnElement[bool]:
-        """In the date lag before the day: a movement of the day before that may have been
-        booked today."""
-        return and_(column >= self.start - self.judging.date_lag, column < self.start)
+        """On the day before: a movement of it that today's statement booked within the date
+        lag was that day's (carried out there), and is carried in here."""
+        previous = business_day_bounds(self.day - timedelta(days=1))[0]
+        return and_(column >= previous, column < self.start)
+
+    def in_lag(self, booked: ColumnElement[datetime]) -> ColumnElement[bool]:
+        """Booked today within the date lag after midnight: the day before counted it."""
+        return booked < self.start + self.judging.date_lag
 
 
 def in_categories(column: ColumnElement[str | None], names: tuple[str, ...]) -> ColumnElement[bool]:

@@ -56,8 +56,8 @@ def carried(
     ctx: RunContext,
     the_day_before: ColumnElement[bool],
 ) -> ColumnElement[str]:
-    """``in``: a line booked today for a movement of the day before (``the_day_before``:
-    one was found in the date lag before midnight); ``out``: a movement of the day booked
+    """``in``: a line booked today for a movement of an earlier day (``the_day_before``:
+    one was found before the day); ``out``: a movement of the day booked
     after midnight. A line nobody notified is neither: it is the day's exception, and its
     money stays in the bridge's difference."""
     return case(
@@ -106,7 +106,6 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
     s = statement_lines(
         ctx, "end_to_end_id", "CREDIT", RECEIVED, *keys.holds(S.c.end_to_end_id), label="e2e"
     )
-    earlier = select(P.c.end_to_end_id.label("e2e")).where(ctx.before(pix_time(P))).subquery()
     R = table_of(PixRefund)
     refunded = (
         select(R.c.end_to_end_id.label("e2e"), func.sum(R.c.amount_cents).label("cents"))
@@ -131,7 +130,6 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
             ),
         )
         .join(s, p.c.e2e == s.c.e2e, full=True)
-        .outerjoin(earlier, earlier.c.e2e == s.c.e2e)
         .outerjoin(refunded, refunded.c.e2e == p.c.e2e)
     )
 
@@ -144,27 +142,24 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
     webhooks = func.coalesce(item.c.webhook_count, lost(inbox.c.webhook_count), 0)
     polls = func.coalesce(item.c.poll_count, lost(inbox.c.poll_count), 0)
     booked = s.c.e2e.is_not(None)
-    # A Pix of an earlier day the statement booked only today, past the date lag: its own
-    # day's exception says so ("had not booked it by"); here its line is explained, not
-    # money nobody notified to be refunded. Looked up for the lines no Pix of the day
-    # matched only, by the Pix's key.
+    # A Pix of an earlier day the statement booked only today: within the date lag, one of
+    # the day before (which counted it, carried out); past it, its own day's exception
+    # says so ("had not booked it by"). Either way its line is explained, not money nobody
+    # notified to be refunded. Looked up for the lines no Pix of the day matched only, by
+    # the Pix's key.
     late = table_of(PixReceived).alias("late")
-    booked_late = and_(
-        p.c.e2e.is_(None),
-        select(late.c.end_to_end_id)
-        .where(late.c.end_to_end_id == s.c.e2e, pix_time(late) < ctx.start)
-        .exists(),
-    )
+
+    def earlier(when: ColumnElement[bool]) -> ColumnElement[bool]:
+        found = select(late.c.end_to_end_id).where(late.c.end_to_end_id == s.c.e2e, when)
+        return and_(p.c.e2e.is_(None), found.exists())
+
+    booked_late = earlier(pix_time(late) < ctx.start)
+    carried_in = and_(ctx.in_lag(s.c.booked), earlier(ctx.before(pix_time(late))))
     pending = p.c.confirmation == Confirmation.PENDING.value
     refunded_cents = func.coalesce(refunded.c.cents, 0)
     disputed = p.c.confirmation == Confirmation.AMOUNT_MISMATCH.value
     verdicts: list[Verdict] = [
-        (
-            and_(p.c.e2e.is_(None), earlier.c.e2e.is_not(None)),
-            "matched",
-            False,
-            "received the day before and booked today (carried in)",
-        ),
+        (carried_in, "matched", False, "received the day before and booked today (carried in)"),
         (
             booked_late,
             "matched",
@@ -242,7 +237,7 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
         inbox_item_id=func.coalesce(p.c.inbox_item_id, lost(inbox.c.id)),
         statement_id=s.c.sid,
         where=or_(p.c.e2e.is_not(None), s.c.booked < ctx.end),
-        carried=carried(p.c.e2e, s.c.booked, ctx, or_(earlier.c.e2e.is_not(None), booked_late)),
+        carried=carried(p.c.e2e, s.c.booked, ctx, booked_late),
         # Only money the provider stands behind: what its API states where it contradicts
         # the notification, nothing for a Pix it does not know (yet), so that an export's
         # net column never books a forged or unconfirmed Pix.
@@ -334,15 +329,20 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
     s = statement_lines(
         ctx, "end_to_end_id", "DEBIT", REFUND_SENT, S.c.end_to_end_id.like("D%"), label="rtr"
     )
-    earlier = (
-        select(R.c.rtr_id.label("rtr")).where(ctx.before(refund_time(R))).distinct().subquery()
-    )
     ref = func.coalesce(r.c.ref, s.c.rtr)
-    joined = (
-        r.join(s, r.c.rtr_id == s.c.rtr, full=True)
-        .outerjoin(earlier, earlier.c.rtr == s.c.rtr)
-        .outerjoin(inbox, items_of(session, inbox, r.c.inbox_item_id))
+    joined = r.join(s, r.c.rtr_id == s.c.rtr, full=True).outerjoin(
+        inbox, items_of(session, inbox, r.c.inbox_item_id)
     )
+    # A refund of an earlier day booked only today, as for the Pix received: within the
+    # date lag, the day before's; past it, its own day said it was not booked in time.
+    late = R.alias("late")
+
+    def earlier(when: ColumnElement[bool]) -> ColumnElement[bool]:
+        found = select(late.c.id).where(late.c.rtr_id == s.c.rtr, when)
+        return and_(r.c.ref.is_(None), found.exists())
+
+    booked_late = earlier(refund_time(late) < ctx.start)
+    carried_in = and_(ctx.in_lag(s.c.booked), earlier(ctx.before(refund_time(late))))
     webhooks = func.coalesce(inbox.c.webhook_count, 0)
     polls = func.coalesce(inbox.c.poll_count, 0)
     booked = s.c.rtr.is_not(None)
@@ -350,11 +350,13 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
     # ``later`` is NULL for a refund with no settlement time: a refused one, above all.
     refused = and_(r.c.status == "NAO_REALIZADO", ~booked, r.c.later.is_not(True))
     verdicts: list[Verdict] = [
+        (carried_in, "matched", False, "refunded the day before and booked today (carried in)"),
         (
-            and_(r.c.ref.is_(None), earlier.c.rtr.is_not(None)),
+            booked_late,
             "matched",
             False,
-            "refunded the day before and booked today (carried in)",
+            "refunded on an earlier day and booked only today, past the date lag (carried in; "
+            "its own day says it was not booked in time)",
         ),
         (
             r.c.ref.is_(None),
@@ -420,6 +422,6 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         inbox_item_id=r.c.inbox_item_id,
         statement_id=s.c.sid,
         where=or_(r.c.ref.is_not(None), s.c.booked < ctx.end),
-        carried=carried(r.c.ref, s.c.booked, ctx, earlier.c.rtr.is_not(None)),
+        carried=carried(r.c.ref, s.c.booked, ctx, booked_late),
         webhooks=webhooks,
     )

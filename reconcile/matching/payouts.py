@@ -346,50 +346,38 @@ def day_returns(ctx: RunContext) -> FromClause:
 
 
 def match_payouts(session: Session, ctx: RunContext) -> None:
-    M = table_of(AccountMovement)
     m = latest_payouts(ctx)
     s = statement_lines(ctx, payout_line_key(), "DEBIT", PAYOUT)
-    earlier = (
-        select(payout_key(M).label("key"))
-        .where(is_payout(M), ctx.before(payout_time(M)))
-        .distinct()
-        .subquery()
-    )
     inbox = table_of(InboxItem)
-    joined = (
-        m.join(s, and_(m.c.key == s.c.key, ~m.c.scheduled), full=True)
-        .outerjoin(earlier, earlier.c.key == s.c.key)
-        .outerjoin(inbox, items_of(session, inbox, m.c.inbox_item_id))
+    joined = m.join(s, and_(m.c.key == s.c.key, ~m.c.scheduled), full=True).outerjoin(
+        inbox, items_of(session, inbox, m.c.inbox_item_id)
     )
     booked = s.c.key.is_not(None)
-    # A payout of an earlier day the statement debited only today, past the date lag: its
-    # own day says it was not debited in time; here its line is explained, not a payout
-    # nobody notified. Looked up by key for the lines no payout of the day matched only.
+    # A payout of an earlier day the statement debited only today: within the date lag,
+    # one of the day before (counted there, carried out); past it, its own day says it was
+    # not debited in time. Here its line is explained, not a payout nobody notified.
+    # Looked up by key for the lines no payout of the day matched only.
     late = table_of(AccountMovement).alias("late")
-    booked_late = and_(
-        m.c.key.is_(None),
-        select(late.c.id)
-        .where(
+
+    def earlier(when: ColumnElement[bool]) -> ColumnElement[bool]:
+        found = select(late.c.id).where(
             # Each side by an index: the key's own, and (type, reference)'s unique one.
             or_(
                 late.c.idempotency_key == s.c.key,
                 and_(late.c.type.in_(("TRANSFER", "CASHOUT")), late.c.reference == s.c.key),
             ),
             is_payout(late),
-            payout_time(late) < ctx.start,
+            when,
         )
-        .exists(),
-    )
+        return and_(m.c.key.is_(None), found.exists())
+
+    booked_late = earlier(payout_time(late) < ctx.start)
+    carried_in = and_(ctx.in_lag(s.c.booked), earlier(ctx.before(payout_time(late))))
     pending = m.c.confirmation == Confirmation.PENDING.value
     moves_money = m.c.status.in_(PAID_OUT)
     not_paid = and_(m.c.status.in_(NOT_PAID), ~booked, m.c.key.is_not(None))
     verdicts: list[Verdict] = [
-        (
-            and_(m.c.key.is_(None), earlier.c.key.is_not(None)),
-            "settled",
-            False,
-            "paid out the day before and debited today (carried in)",
-        ),
+        (carried_in, "settled", False, "paid out the day before and debited today (carried in)"),
         (
             booked_late,
             "settled",
@@ -488,7 +476,7 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         inbox_item_id=m.c.inbox_item_id,
         statement_id=s.c.sid,
         where=or_(m.c.key.is_not(None), s.c.booked < ctx.end),
-        carried=carried(m.c.key, s.c.booked, ctx, or_(earlier.c.key.is_not(None), booked_late)),
+        carried=carried(m.c.key, s.c.booked, ctx, booked_late),
     )
 
 
@@ -503,26 +491,37 @@ def match_payout_returns(session: Session, ctx: RunContext) -> None:
     # still this day's exception, never a line nobody looks at.
     line_key = func.coalesce(S.c.end_to_end_id, S.c.idempotency_key, S.c.original_end_to_end_id)
     s = statement_lines(ctx, line_key, "CREDIT", PAYOUT_REFUND)
-    earlier = (
-        select(func.coalesce(X.c.end_to_end_id, X.c.ref).label("key"))
-        .where(ctx.before(X.c.returned_at))
-        .subquery()
+    joined = x.join(s, x.c.e2e == s.c.key, full=True).outerjoin(
+        inbox, items_of(session, inbox, x.c.inbox_item_id)
     )
-    joined = (
-        x.join(s, x.c.e2e == s.c.key, full=True)
-        .outerjoin(earlier, earlier.c.key == s.c.key)
-        .outerjoin(inbox, items_of(session, inbox, x.c.inbox_item_id))
-    )
+    # A return of an earlier day credited only today, as for the payouts themselves.
+    late = X.alias("late")
+
+    def earlier(when: ColumnElement[bool]) -> ColumnElement[bool]:
+        found = select(late.c.id).where(
+            func.coalesce(late.c.end_to_end_id, late.c.ref) == s.c.key, when
+        )
+        return and_(x.c.ref.is_(None), found.exists())
+
+    booked_late = earlier(late.c.returned_at < ctx.start)
+    carried_in = and_(ctx.in_lag(s.c.booked), earlier(ctx.before(late.c.returned_at)))
     webhooks = func.coalesce(inbox.c.webhook_count, 0)
     polls = func.coalesce(inbox.c.poll_count, 0)
     booked = s.c.key.is_not(None)
     pending = x.c.confirmation == Confirmation.PENDING.value
     verdicts: list[Verdict] = [
         (
-            and_(x.c.ref.is_(None), earlier.c.key.is_not(None)),
+            carried_in,
             "matched",
             False,
             "a payout return of the day before, credited today (carried in)",
+        ),
+        (
+            booked_late,
+            "matched",
+            False,
+            "a payout return of an earlier day, credited only today, past the date lag "
+            "(carried in; its own day says it was not credited in time)",
         ),
         (
             x.c.ref.is_(None),
@@ -601,5 +600,5 @@ def match_payout_returns(session: Session, ctx: RunContext) -> None:
         inbox_item_id=x.c.inbox_item_id,
         statement_id=s.c.sid,
         where=or_(x.c.ref.is_not(None), s.c.booked < ctx.end),
-        carried=carried(x.c.ref, s.c.booked, ctx, earlier.c.key.is_not(None)),
+        carried=carried(x.c.ref, s.c.booked, ctx, booked_late),
     )

@@ -1135,6 +1135,40 @@ def test_a_pix_booked_past_the_date_lag_is_its_own_days_break_and_explains_the_n
     assert not [e for e in second.report["exceptions"] if e["ref"] == e2e]
 
 
+def test_a_line_booked_within_the_lag_for_a_movement_minutes_before_midnight_is_carried_in(
+    engine: Engine,
+) -> None:
+    """A Pix at 23:54 and a payout at 23:00, each booked at 00:01 (inside the five-minute
+    lag): their day counted them, carried out; the next day carries them in as within the
+    lag, never as booked past it."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    e2e = book.pix(4_000, "23:54")
+    book.confirm_all_pix()
+    book.transfer(book.payout_data("po-night", 7_000, "23:00"))
+    book.confirm_all_movements()
+    later = PAST + timedelta(days=1)
+    next_day = DayBook(engine, later)
+    next_day.balance = book.balance
+    next_day.line("PIX_RECEIVED", 4_000, "00:01", credit=True, endToEndId=e2e)
+    next_day.line("PIX_PAYMENT", 7_000, "00:01", credit=False, idempotencyKey="po-night")
+    own = verdicts_of(engine, reconcile_day(engine, PAST, now=AFTER + timedelta(hours=1)))
+    assert own[("movement", e2e)].carried == own[("payout", "po-night")].carried == "out"
+    second = reconcile_day(engine, later, now=business_day_bounds(later)[1] + timedelta(hours=2))
+    verdicts = verdicts_of(engine, second)
+    pix_line, payout_line = verdicts[("movement", e2e)], verdicts[("payout", "po-night")]
+    assert (pix_line.status, pix_line.carried, pix_line.reason) == (
+        "matched",
+        "in",
+        "received the day before and booked today (carried in)",
+    )
+    assert (payout_line.status, payout_line.carried, payout_line.reason) == (
+        "settled",
+        "in",
+        "paid out the day before and debited today (carried in)",
+    )
+
+
 def test_a_payout_debited_the_next_day_past_the_date_lag_explains_that_days_line(
     engine: Engine,
 ) -> None:
