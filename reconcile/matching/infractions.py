@@ -11,6 +11,7 @@ from sqlalchemy import (
     case,
     false,
     func,
+    null,
     or_,
     select,
     true,
@@ -229,7 +230,11 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
         "closed, and any debit booked",
         default_status="closed",
         expected=cases.c.amount_cents,
-        actual=s.c.cents,
+        # A case open as the day ended had debited nothing by then, whatever the date lag
+        # books after midnight (the closing day's debit, and its verdict).
+        actual=case(
+            (and_(open_at_end(cases, ctx), s.c.booked >= ctx.end), null()), else_=s.c.cents
+        ),
         source=source_of(
             func.coalesce(inbox.c.webhook_count, 0), func.coalesce(inbox.c.poll_count, 0)
         ),

@@ -1247,3 +1247,30 @@ def test_a_days_repeats_are_counted_as_of_its_end(engine: Engine) -> None:
         verdict = verdicts_of(engine, judged)[("movement", body["endToEndId"])]
         assert verdict.duplicate_webhooks == 1
         assert judged.report["deliveries"]["duplicate_webhooks"] == 1
+
+
+def test_a_case_open_at_the_days_end_debited_nothing_by_then(engine: Engine) -> None:
+    """Closed with its debit at 00:02 the next day, inside the date lag: its own day still
+    saw it open, with nothing debited, however late that day is asked."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    opened = {
+        "id": "med-night",
+        "status": "OPEN",
+        "amount": "100.00",
+        "blockedAmount": "100.00",
+        "createdAt": book.at("15:00").isoformat(),
+    }
+    book.infraction(opened, webhook=False)
+    later = PAST + timedelta(days=1)
+    next_day = DayBook(engine, later)
+    next_day.balance = book.balance
+    closed_at = next_day.at("00:02").isoformat()
+    book.infraction(
+        {**opened, "status": "CLOSED", "debitedAmount": "100.00", "closedAt": closed_at},
+        webhook=False,
+    )
+    next_day.line("INFRACTION_DEBIT", 10_000, "00:02", credit=False, infractionId="med-night")
+    judged = reconcile_day(engine, PAST, now=business_day_bounds(later)[1] + timedelta(hours=2))
+    case = verdicts_of(engine, judged)[("infraction", "med-night")]
+    assert (case.status, case.expected_cents, case.actual_cents) == ("open_case", 10_000, None)
