@@ -24,6 +24,7 @@ from reconcile.polling.store import OnNew, store_polled
 from reconcile.provider.errors import (
     AuthenticationFailed,
     Forbidden,
+    InvalidResponse,
     NotFound,
     ProviderError,
     ProviderUnavailable,
@@ -128,6 +129,19 @@ LISTS = (
 
 def _recheck_after(attempts: int) -> timedelta:
     return min(FIRST_RECHECK * (1 << min(max(attempts - 1, 0), 16)), MAX_RECHECK)
+
+
+def pix_of(api: PixLookup, e2e: str) -> dict[str, Any]:
+    """``GET /pix/{e2eid}``, as an answer about that Pix: one that names another Pix, or
+    none, or has no ``valor`` at all is no confirmation of anything (a provider's broken
+    200 ``{}`` would otherwise confirm a forged notification of any amount). A ``valor``
+    that cannot be read is the API stating an amount nobody can read (``UNKNOWN_AMOUNT``)."""
+    found = api.get_pix(e2e)
+    if found.get("endToEndId") != e2e:
+        raise InvalidResponse("GET /pix/{e2eid}: the answer names another Pix, or none", status=200)
+    if found.get("valor") is None:
+        raise InvalidResponse("GET /pix/{e2eid}: the answer has no valor", status=200)
+    return found
 
 
 def money_cents(value: object) -> int:
@@ -351,7 +365,7 @@ def confirm_pending_pix(
 
     def lookup(due: Due) -> int:
         e2e = due.fields["end_to_end_id"]
-        found = api.get_pix(e2e)
+        found = pix_of(api, e2e)
         stated[e2e] = found.get("horario")
         return money_cents(found.get("valor"))
 
@@ -424,14 +438,14 @@ def confirm_pending_movements(
                 raise StatusDisagrees(str(stated))
             return money_cents((found.get("payment") or {}).get("amount"))
         if kind == "RECEIVE":
-            return money_cents(pix.get_pix(e2e).get("valor")) if pix and e2e else None
+            return money_cents(pix_of(pix, e2e).get("valor")) if pix and e2e else None
         if kind == "REFUND" and e2e:
             try:
                 found = payments.get_payment(e2e)
             except NotFound:
                 if pix is None:
                     raise
-                pix.get_pix(e2e)
+                pix_of(pix, e2e)
                 # The refunded Pix is known; refund amounts are checked by reconciliation.
                 return UNKNOWN_AMOUNT
             # A return of a payout: the provider must state the payout returned, or list
@@ -500,7 +514,7 @@ def confirm_pending_refunds(
     ids go to ``on_new``."""
 
     def lookup(due: Due) -> int:
-        pix = api.get_pix(due.fields["end_to_end_id"])
+        pix = pix_of(api, due.fields["end_to_end_id"])
         try:
             return _refund_cents(pix, due)
         except StatusDisagrees:

@@ -106,7 +106,9 @@ def walk_pages(
         body = get_json(path, query)
         items = body.get("data")
         if items is None:
-            items = []
+            # A page without its list is no empty page: read as one, a statement nobody
+            # could read would say that nothing moved.
+            raise InvalidResponse(f"GET {path}: the page has no 'data' list", status=200)
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise InvalidResponse(f"GET {path}: 'data' is not a list of objects", status=200)
         yield from items

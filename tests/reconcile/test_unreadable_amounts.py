@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine, select, update
 
 from reconcile.confirmation import confirm_pending_pix
@@ -62,3 +63,37 @@ def test_it_counts_nothing_until_the_api_states_its_amount(engine: Engine) -> No
     assert settled.verdict is DayVerdict.RECONCILED
     row = _pix_received(settled)
     assert (row["webhook_cents"], row["api_cents"], row["difference_cents"]) == (15_000, 15_000, 0)
+
+
+class _Broken:
+    """A provider answering 200 with a body about no Pix, or another one."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        self.answer = answer
+
+    def get_pix(self, e2eid: str) -> dict[str, Any]:
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [{}, {"endToEndId": e2e_id(5), "valor": "500.00"}, {"endToEndId": e2e_id(78)}],
+    ids=["empty", "another-pix", "no-valor"],
+)
+def test_an_answer_about_no_pix_confirms_nothing(engine: Engine, answer: dict[str, Any]) -> None:
+    """A forged notification of R$ 500,00: a 200 that does not speak of that Pix is no
+    confirmation; the row waits, and its money never counts."""
+    book = DayBook(engine, PAST)
+    e2e = e2e_id(78)
+    raw = {"endToEndId": e2e, "valor": "500.00", "horario": book.at("10:00").isoformat()}
+    with session_scope(engine) as session:
+        new = store_items(session, pix_callback_items(raw), source=Source.WEBHOOK).new_ids
+    process_items(engine, new)
+    report = confirm_pending_pix(engine, _Broken(answer), grace=timedelta(0))
+    assert report.confirmed == []
+    with session_scope(engine) as session:
+        stored = session.execute(select(PixReceived)).scalar_one()
+    assert (stored.confirmation, stored.confirmed_amount_cents) == ("pending", None)
+    judged = reconcile_day(engine, PAST, now=AFTER)
+    assert _pix_received(judged)["api_cents"] == 0
+    assert verdicts_of(engine, judged)[("movement", e2e)].status == "pending"

@@ -124,6 +124,13 @@ def test_page_walk_without_meta_stops_on_a_short_page() -> None:
     assert [i["n"] for i in walk_pages(get_json, "/x", {}, 2)] == [1, 2, 3]
 
 
+@pytest.mark.parametrize("body", [{"meta": {}}, {"data": None}, {}])
+def test_page_walk_refuses_a_page_without_its_list(body: dict[str, Any]) -> None:
+    get_json = _pages({"meta": {"nextPage": 2}, "data": [{"n": 1}]}, body)
+    with pytest.raises(InvalidResponse, match="the page has no 'data' list"):
+        list(walk_pages(get_json, "/accounts/statement", {}, 1))
+
+
 def test_page_walk_refuses_a_next_page_that_does_not_advance() -> None:
     get_json = _pages({"meta": {"nextPage": 1}, "data": [{"n": 1}]})
     with pytest.raises(InvalidResponse):
