@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 
 from pixrecon.bootstrap import StartupError, open_database
 from reconcile.logs import get_logger, json_enabled
+from reconcile.provider.errors import AuthenticationFailed, Forbidden
 from reconcile.settings import Settings
 from reconcile.timeutil import BUSINESS_TZ
 
@@ -337,3 +338,28 @@ def _shown_value(name: str, value: object) -> str:
         size = len(value) if isinstance(value, str) else None
         return f"(hidden, {size} characters)" if size is not None else "(hidden)"
     return repr(value)
+
+
+def provider_advice(exc: BaseException, settings: Settings) -> str:
+    """What to do about a provider's failure: a refusal of the credentials or of a
+    permission is not cured by running again, so it names what to check instead."""
+    if isinstance(exc, AuthenticationFailed):
+        names = [
+            f"PIXRECON_{family}_CLIENT_ID and PIXRECON_{family}_CLIENT_SECRET"
+            for family, url, client in (
+                ("QRCODE", settings.qrcode_api_url, settings.qrcode_client_id),
+                ("ACCOUNTS", settings.accounts_api_url, settings.accounts_client_id),
+            )
+            if url and client
+        ]
+        return (
+            "the provider refused pixrecon's credentials: check "
+            + (" and ".join(names) or "the provider's client id and secret")
+            + " (and the client certificate, where the provider asks for mutual TLS)"
+        )
+    if isinstance(exc, Forbidden):
+        return (
+            "the provider's credentials lack a permission or a scope this call needs: ask "
+            "the provider to grant it to pixrecon's client"
+        )
+    return "run it again once the provider answers"

@@ -25,6 +25,7 @@ from pixrecon.commands.common import (
     moment_option,
     one_line,
     progress,
+    provider_advice,
 )
 from reconcile.db import UNAVAILABLE_ERRORS
 from reconcile.polling.day import configured, fetch_window, poll_resuming
@@ -162,7 +163,8 @@ def poll(
             "workers' own polls go on"
         ) from None
     except POLL_ERRORS as exc:
-        raise fail(f"the poll could not finish: {one_line(exc)}") from None
+        advice = f"; {provider_advice(exc, settings)}" if isinstance(exc, ProviderError) else ""
+        raise fail(f"the poll could not finish: {one_line(exc)}{advice}") from None
     finally:
         providers.close()
     if output is OutputFormat.json:

@@ -25,6 +25,7 @@ from pixrecon.commands.common import (
     fail,
     one_line,
     progress,
+    provider_advice,
     writable_or_exit,
 )
 from pixrecon.commands.export import to_file
@@ -191,7 +192,7 @@ def reconcile_command(
         raise fail(
             f"the reconciliation could not run: the provider's API failed{escape(during)} "
             f"({one_line(exc)}){_tries(exc, settings.provider_retry_seconds)}; "
-            "nothing was concluded — run it again once the provider answers"
+            f"nothing was concluded — {provider_advice(exc, settings)}"
         ) from None
     except RUN_ERRORS as exc:
         raise fail(f"the reconciliation could not run: {one_line(exc)}") from None

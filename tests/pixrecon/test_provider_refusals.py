@@ -1,0 +1,57 @@
+"""A provider that refuses pixrecon's credentials: the poll and the night's run say which
+settings to check, in one line, exit 2 — not "run it again", which would change nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pixrecon.commands.common import provider_advice
+from pixrecon.sandbox_wiring import sandbox_servers
+from reconcile.provider.errors import AuthenticationFailed, Forbidden, ProviderUnavailable
+from reconcile.settings import Settings
+from sandbox.state import SandboxProvider
+from tests.cli_support import clean_env, run_pixrecon
+
+
+def test_the_advice_names_the_settings_of_the_configured_apis() -> None:
+    qrcode = {
+        "qrcode_api_url": "https://qr.example",
+        "qrcode_client_id": "a",
+        "qrcode_client_secret": "s",
+    }
+    accounts = {
+        "accounts_api_url": "https://accounts.example",
+        "accounts_client_id": "b",
+        "accounts_client_secret": "s",
+        "accounts_account_id": "1",
+    }
+    both = Settings.model_validate({**qrcode, **accounts})
+    said = provider_advice(AuthenticationFailed("401"), both)
+    assert "PIXRECON_QRCODE_CLIENT_ID and PIXRECON_QRCODE_CLIENT_SECRET" in said
+    assert "PIXRECON_ACCOUNTS_CLIENT_ID and PIXRECON_ACCOUNTS_CLIENT_SECRET" in said
+    only = Settings.model_validate(qrcode)
+    assert "ACCOUNTS" not in provider_advice(AuthenticationFailed("401"), only)
+    assert "permission" in provider_advice(Forbidden("403"), only)
+    assert provider_advice(ProviderUnavailable("503"), only) == (
+        "run it again once the provider answers"
+    )
+
+
+@pytest.mark.parametrize(
+    "args", [("poll", "--since", "2026-03-01T00:00:00Z"), ("reconcile", "--date", "2026-03-01")]
+)
+def test_refused_credentials_say_what_to_check(tmp_path: Path, args: tuple[str, ...]) -> None:
+    with sandbox_servers(SandboxProvider(seed=3)) as urls:
+        fields = {**urls.fields(), "qrcode_client_secret": "wrong"}
+        fields.pop("accounts_api_url")
+        env = clean_env(database_url=f"sqlite:///{tmp_path / 'p.db'}", **fields)
+        run_pixrecon("db", "upgrade", cwd=tmp_path, env=env)
+        done = run_pixrecon(*args, cwd=tmp_path, env=env)
+    assert done.returncode == 2, done.stderr
+    said = " ".join(done.stderr.split())
+    assert "the provider refused pixrecon's credentials: check PIXRECON_QRCODE_CLIENT_ID" in said
+    assert "ACCOUNTS" not in said
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
