@@ -26,7 +26,6 @@ IDENTIFIERS = frozenset(
 )
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:\d{2}|Z)$")
-MASK = "*"
 
 
 def typed(value: Any) -> Any:
@@ -45,12 +44,14 @@ def typed(value: Any) -> Any:
 
 
 def masked(column: str, value: Any) -> Any:
-    """``value`` fit to leave: a document or a name masked (unless it already is), any
-    other text with the CPF/CNPJ it may contain masked."""
+    """``value`` fit to leave: a document or a name masked, any other text with the
+    CPF/CNPJ it may contain masked. Masking is idempotent (a value masked already, by
+    retention, stays as it is); an asterisk in a value proves nothing, for a sender may
+    write one (``529.982.247-2*``, ``Zacarias*``)."""
     if not isinstance(value, str) or column in IDENTIFIERS:
         return value
     if column.endswith("_document"):
-        return value if MASK in value else mask_document(value)
+        return mask_document(value)
     if column.endswith("_name"):
-        return value if MASK in value else mask_name(value)
+        return mask_name(value)
     return mask_text(value)

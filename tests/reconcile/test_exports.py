@@ -408,3 +408,20 @@ def test_a_day_without_lines_states_the_balance_it_was_left_at(engine: Engine) -
 def test_an_ofx_without_any_known_balance_is_refused(engine: Engine) -> None:
     with pytest.raises(ExportError, match="no balance is known"):
         open_export(engine, PAST, Kind.statement, Format.ofx)
+
+
+@pytest.mark.parametrize(
+    ("column", "sent", "leaves"),
+    [
+        ("payer_document", "529.982.247-2*", "********72"),
+        ("payer_document", "*********09", "*********09"),
+        ("payer_name", "Zacarias* Quintanilha Sobrinho", "Z******** Q********** S*******"),
+        ("payer_name", "M**** S****", "M**** S****"),
+    ],
+)
+def test_an_asterisk_a_sender_wrote_is_no_mask(column: str, sent: str, leaves: str) -> None:
+    """Only a value masked as pixrecon masks it stays as it is: a CPF or a name with an
+    asterisk somewhere is masked like any other."""
+    from reconcile.exports.cells import masked
+
+    assert masked(column, sent) == leaves
