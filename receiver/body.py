@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import json
 import zlib
@@ -21,7 +22,12 @@ MAX_JSON_DEPTH = 32
 CLIENT_GONE = "client-disconnected"
 
 
-async def read_body(request: Request, max_bytes: int) -> bytes:
+BODY_TIMEOUT = "body-timeout"
+
+
+async def read_body(request: Request, max_bytes: int, timeout: float) -> bytes:
+    """The body, within ``max_bytes`` and ``timeout`` seconds: a sender stalled mid-body
+    is answered 408 and its connection closed, so that it gives its delivery slot back."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise Problem(413, "body-too-large", f"body larger than {max_bytes} bytes")
@@ -29,11 +35,20 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > max_bytes:
-                raise Problem(413, "body-too-large", f"body larger than {max_bytes} bytes")
-            chunks.append(chunk)
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise Problem(413, "body-too-large", f"body larger than {max_bytes} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise Problem(
+            408,
+            BODY_TIMEOUT,
+            f"the body did not arrive within {timeout:g} s of the request "
+            "(PIXRECON_BODY_TIMEOUT_SECONDS); nothing was stored",
+            headers={"Connection": "close"},
+        ) from None
     except ClientDisconnect:
         # Nothing was acknowledged, so nothing is lost: the sender retries. A refusal
         # like any other (logged at INFO), not a fault of the receiver's.

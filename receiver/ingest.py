@@ -71,7 +71,9 @@ def webhook_endpoint(ctx: ReceiverContext, auth: WebhookAuth, parse: Parse) -> W
         authenticated = False
         try:
             auth.check_request(request)
-            body = await read_body(request, ctx.settings.max_body_bytes)
+            body = await read_body(
+                request, ctx.settings.max_body_bytes, ctx.settings.body_timeout_seconds
+            )
             auth.check_body(request, body)
             authenticated = True
             flags: list[str] = []

@@ -72,6 +72,11 @@ class Settings(BaseSettings):
     trusted_proxies: CsvList = Field(default_factory=list)
     insecure_no_auth: bool = False
     max_body_bytes: int = Field(default=1_048_576, gt=0)
+    # The whole body must arrive within this long of the request's headers: a sender
+    # that stalls mid-body (a slow or hostile client) would otherwise hold one of the
+    # PIXRECON_MAX_WAITING_DELIVERIES slots for good, and enough of them turn the
+    # provider away with 503.
+    body_timeout_seconds: float = Field(default=10.0, gt=0)
     # Backpressure. Deliveries in progress are bounded: beyond this many (counted from a
     # request's start, and again among those waiting for their commit), or when one has
     # waited this long without its transaction starting (the provider gives up after a few
