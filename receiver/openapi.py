@@ -26,9 +26,11 @@ ERRORS = {
     "400": "malformed JSON, or an item without its business key (see `violations`)",
     "401": "missing or invalid webhook credentials (secret, client certificate, signature)",
     "403": "the client address is not allowed",
+    "408": "the body did not arrive within PIXRECON_BODY_TIMEOUT_SECONDS; nothing was stored",
     "413": "body too large",
     "415": "the body is not JSON",
-    "503": "storage unavailable; nothing was accepted, retry after `Retry-After`",
+    "500": "a fault of the receiver's own; nothing was acknowledged, retry",
+    "503": "storage unavailable or overloaded; nothing was accepted, retry after `Retry-After`",
 }
 # Where no shape of the route fits, the body is stored whole as `unsupported`, and accepted.
 NOT_A_CONTAINER = {"not": {"type": ["array", "object"]}}
