@@ -227,7 +227,8 @@ def store_deliveries(
     item two of them carry is new for the first and a duplicate for the second."""
     if not deliveries:
         return []
-    now = now or utcnow()
+    # In UTC, as every stored time: SQLite keeps a time's wall clock and drops its zone.
+    now = as_utc(now or utcnow())
     if dialect_of(session) == "postgresql":
         return _store_group_pg(session.connection(), deliveries, now)
     ids = _insert_deliveries(session, deliveries, now)

@@ -26,7 +26,7 @@ from sqlmodel import Session
 
 from reconcile.db import table_of
 from reconcile.matching.context import RunContext
-from reconcile.models import DeliveryItem, ReconciliationItem, WebhookDelivery
+from reconcile.models import DeliveryItem, InboxItem, ReconciliationItem, WebhookDelivery
 from reconcile.priorities import EXCEPTION_PRIORITY
 from reconcile.priorities import refund_priority as priority_of_refund
 
@@ -54,15 +54,28 @@ COLUMNS = (
 
 
 def _late(ctx: RunContext, row: FromClause) -> ColumnElement[int]:
-    """The repeats of a row's item delivered after the day it is judged as of: a later
-    day's re-notification (a Pix sent again with its refund) is no repeat of this day's,
-    or the day's count would grow with the day it is asked. Looked up for repeated items
-    only, by the links each later delivery left (``delivery_item``)."""
+    """The repeats of a row's item delivered after the day it is judged as of, when its
+    first delivery came by then: a later day's re-notification (a Pix sent again with its
+    refund) is no repeat of this day's, or the day's count would grow with the day it is
+    asked. A day whose deliveries all came after it (played or loaded later) counts them
+    all, as there is no telling its own repeats apart. Looked up for repeated items only,
+    by the links each later delivery left (``delivery_item``)."""
     links, deliveries = table_of(DeliveryItem), table_of(WebhookDelivery)
+    items = table_of(InboxItem)
+    # Joined rather than tested with EXISTS: one level of nesting fewer, which SQLite's
+    # parser needs in the movements' statement.
     return (
         select(func.count())
-        .select_from(links.join(deliveries, deliveries.c.id == links.c.delivery_id))
-        .where(links.c.item_id == row.c.inbox_item_id, deliveries.c.received_at >= ctx.as_of)
+        .select_from(
+            links.join(deliveries, deliveries.c.id == links.c.delivery_id).join(
+                items, items.c.id == links.c.item_id
+            )
+        )
+        .where(
+            links.c.item_id == row.c.inbox_item_id,
+            deliveries.c.received_at >= ctx.as_of,
+            items.c.received_at < ctx.as_of,
+        )
         .scalar_subquery()
     )
 
