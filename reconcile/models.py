@@ -432,7 +432,9 @@ class ExpectedPaymentBase(SQLModel):
     )
     due_date: date | None = Field(default=None, description="cobv, cobr and invoices")
     payable_until: date | None = Field(
-        default=None, description="cobv: due date + validadeAposVencimento"
+        default=None,
+        description="cobv: the last day it can be paid, due date + validadeAposVencimento "
+        "with each moved off a weekend",
     )
     terms: str | None = Field(
         default=None,

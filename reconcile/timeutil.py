@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 BUSINESS_TZ = ZoneInfo("America/Sao_Paulo")
@@ -15,6 +15,14 @@ def utcnow() -> datetime:
 def business_today() -> date:
     """Today's date in São Paulo, where the business day is counted."""
     return utcnow().astimezone(BUSINESS_TZ).date()
+
+
+def next_weekday(day: date) -> date:
+    """``day``, or the Monday after it when it is a Saturday or a Sunday: where the BCB
+    moves a date that falls on a day without banking. Holidays move it too, but the
+    project knows no holiday calendar, so only weekends are counted as such."""
+    weekday = day.weekday()
+    return day + timedelta(days=7 - weekday) if weekday >= 5 else day
 
 
 def parse_timestamp(raw: object) -> datetime | None:

@@ -83,6 +83,15 @@ def _postponed(day: date) -> date:
     return day
 
 
+def last_payable_day(due_date: date, validity_days: int) -> date:
+    """The last day a ``cobv`` can be paid: the due date moved off a weekend, plus
+    ``validadeAposVencimento``, moved off a weekend again (the BCB's examples: due Tuesday
+    2020-10-20 with 4 days, paid on Monday the 26th; due Saturday 2021-08-28 with 5, on
+    Monday 2021-09-06). Holidays would move both dates too; with no holiday calendar, the
+    sandbox refuses a payment that a holiday would have let through."""
+    return _postponed(_postponed(due_date) + timedelta(days=validity_days))
+
+
 def _days(after: date, through: date, *, business: bool) -> int:
     """Days ``d`` with ``after < d <= through`` (only business days, if asked)."""
     count = 0
@@ -190,9 +199,8 @@ def _expiry(kind: ChargeKind, created: datetime, terms: ChargeTerms) -> datetime
         return created + timedelta(seconds=terms.expiracao)
     if terms.due_date is None:
         raise ValueError("a due-date charge needs a due date")
-    # Payable until the end of the last valid day, "em qualquer horário do dia". Weekends
-    # and holidays would postpone the due date; the sandbox has no holiday calendar.
-    last_day = terms.due_date + timedelta(days=terms.validity_days)
+    # Payable until the end of the last valid day, "em qualquer horário do dia".
+    last_day = last_payable_day(terms.due_date, terms.validity_days)
     return datetime.combine(last_day + timedelta(days=1), time(), BUSINESS_TZ)
 
 
@@ -245,6 +253,11 @@ class ChargeBook:
             if charge is None or charge.kind != kind:
                 return None
             return self._render(charge, self._clock())
+
+    def expires_at(self, txid: str) -> datetime:
+        """The first instant the charge can no longer be paid."""
+        with self._lock:
+            return self._by_txid[txid].expires_at
 
     def is_expired(self, txid: str) -> bool:
         with self._lock:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any, Final
 
@@ -26,7 +26,7 @@ from reconcile.logs import get_logger
 from reconcile.matching.context import RunContext
 from reconcile.models import Confirmation, ExpectedPayment, PixReceived, ReconciliationItem
 from reconcile.money import CENT, InvalidAmount, parse_amount
-from reconcile.timeutil import BUSINESS_TZ, as_utc
+from reconcile.timeutil import BUSINESS_TZ, as_utc, next_weekday
 
 log = get_logger(__name__)
 
@@ -87,7 +87,7 @@ def amount_due_cents(
     if original_cents < 0:
         raise ValueError("the original amount is negative")
     original = Decimal(original_cents).scaleb(-2)
-    due = _next_weekday(due_date)
+    due = next_weekday(due_date)
     with localcontext() as ctx:
         ctx.prec = PRECISION
         total = (
@@ -98,11 +98,6 @@ def amount_due_cents(
             - _discount(original, terms.get("desconto"), due, paid_on)
         )
     return max(0, int(total * 100))
-
-
-def _next_weekday(day: date) -> date:
-    weekday = day.weekday()
-    return day + timedelta(days=7 - weekday) if weekday >= 5 else day
 
 
 def _weekdays_between(after: date, through: date) -> int:
@@ -227,7 +222,7 @@ def _fixed_date_discount(raw: object, paid_on: date) -> Decimal | None:
         if until is None:
             raise ValueError("desconto.descontoDataFixa has an entry without a valid data")
         value = _value(entry.get("valorPerc"), "desconto.descontoDataFixa.valorPerc")
-        until = _next_weekday(until)
+        until = next_weekday(until)
         if paid_on <= until:
             in_force.append((until, value))
     if not in_force:

@@ -113,7 +113,9 @@ def match_charges(session: Session, ctx: RunContext) -> None:
         expected.c.status.in_(("EXPIRADA", "REJEITADA", "CANCELADA")),
         # Judged as of the day's end: re-running a past day never expires it later. One
         # that expires at that very instant can no longer be paid (criacao + expiracao is
-        # its end, as the provider counts it).
+        # its end, as the provider counts it). A cobv is payable through the whole of its
+        # last day, so the end of that day is the instant it expires: judged then, ``today``
+        # is already the day after.
         and_(expected.c.kind == "cob", expected.c.expires_at <= ctx.as_of),
         and_(expected.c.kind == "cobv", expected.c.payable_until < ctx.today),
     )

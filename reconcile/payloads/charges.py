@@ -14,6 +14,7 @@ from reconcile.payloads import Amount, Tolerant
 from reconcile.payloads.items import new_item
 from reconcile.payloads.pix import Pagador
 from reconcile.payloads.tolerant import read_timestamp
+from reconcile.timeutil import next_weekday
 
 CHARGE_KINDS = ("cob", "cobv", "cobr")
 
@@ -70,12 +71,18 @@ class Charge(Tolerant):
             return None
 
     def payable_until(self) -> date | None:
+        """The last day a ``cobv`` can be paid, at any hour of it. The BCB moves a due date
+        on a day without banking to the next banking day, and ``validadeAposVencimento``
+        counts from the moved date; a last day that falls on such a day moves too (its
+        examples: due Tuesday 2020-10-20 with 4 days is paid on Monday the 26th; due
+        Saturday 2021-08-28 with 5, on Monday 2021-09-06). Only weekends are known here:
+        on a holiday the provider accepts a payment this calls expired."""
         due = self.due_date()
         days = self.calendario.validadeAposVencimento
         if due is None or days is None:
             return None
         try:
-            return due + timedelta(days=days)
+            return next_weekday(next_weekday(due) + timedelta(days=days))
         except OverflowError:
             return None
 

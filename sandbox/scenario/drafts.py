@@ -42,6 +42,6 @@ class ChargeDraft:
     kind: Literal["cob", "cobv", "cobr"]
     txid: str
     amount: Decimal
-    expires_at: datetime | None = None  # immediate charges only
+    expires_at: datetime | None = None  # the first instant a cob or cobv can no longer be paid
     payments: list[str] = field(default_factory=list)
     due: Decimal | None = None  # cobv: what was due when first paid (its terms applied)

@@ -52,7 +52,9 @@ def apply_set_up(
         expires = when + timedelta(seconds=item.expires_in)
         draft = ChargeDraft(item.ref, "cob", str(charge["txid"]), item.amount, expires)
     else:
-        draft = ChargeDraft(item.ref, "cobv", _create_cobv(book, item), item.amount)
+        txid = _create_cobv(book, item)
+        expires = provider.charges.expires_at(txid)
+        draft = ChargeDraft(item.ref, "cobv", txid, item.amount, expires)
     book.charges[item.ref] = draft
     book.refs[item.ref] = draft.txid
 

@@ -1,7 +1,8 @@
 """What a due-date charge (cobv) costs on the day it is paid: every modality of fine,
 interest, abatement and discount worked out by hand; agreement with the sandbox (which
-stands for the provider) for any terms and dates; the terms and a Pix's componentesValor
-stored as received; and the amount due recorded for the charges a day's Pix paid."""
+stands for the provider) for any terms and dates, and on the last day it can be paid; the
+terms and a Pix's componentesValor stored as received; and the amount due recorded for
+the charges a day's Pix paid."""
 
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ from reconcile.db import session_scope
 from reconcile.inbox import NewItem, dump_json, store_items
 from reconcile.matching.amount_due import amount_due_cents, record_amounts_due
 from reconcile.models import ExpectedPayment, PixReceived, Source
-from reconcile.payloads.charges import charge_item
+from reconcile.payloads.charges import Charge, charge_item
 from reconcile.processing import process_items
 from reconcile.timeutil import business_day_bounds
 from sandbox.charge_payloads import parse_value_terms
-from sandbox.charges import BUSINESS_TZ, amount_due
+from sandbox.charges import BUSINESS_TZ, amount_due, last_payable_day
 from sandbox.defaults import DEFAULT_PIX_KEY
 from sandbox.state import SandboxProvider
 from tests.factories import pix
@@ -261,6 +262,47 @@ def test_pixrecon_and_the_sandbox_agree_to_the_centavo(
     assert ours >= 0
     assert ours == int(provider.total * 100)
     assert all(part >= 0 for part in provider.components().values())
+
+
+# -- The last day it can be paid ------------------------------------------------------
+
+
+def _payable_until(due: date, validity: int) -> date | None:
+    raw = {
+        "txid": TXID,
+        "status": "ATIVA",
+        "calendario": {"dataDeVencimento": due.isoformat(), "validadeAposVencimento": validity},
+        "valor": {"original": "100.00"},
+    }
+    return Charge.model_validate(raw).payable_until()
+
+
+@pytest.mark.parametrize(
+    ("due", "validity", "last_day"),
+    [
+        # The spec's examples A, F and G (those its holidays do not change).
+        (date(2020, 10, 20), 4, date(2020, 10, 26)),
+        (date(2021, 8, 27), 5, date(2021, 9, 1)),
+        (date(2021, 8, 28), 5, date(2021, 9, 6)),
+        (date(2026, 3, 7), 0, date(2026, 3, 9)),  # due on a Saturday
+        (date(2026, 3, 8), 0, date(2026, 3, 9)),  # on a Sunday
+        (date(2026, 3, 4), 3, date(2026, 3, 9)),  # due Wednesday, the third day a Saturday
+        (date(2026, 3, 4), 2, date(2026, 3, 6)),
+    ],
+)
+def test_a_weekend_moves_the_due_date_and_the_last_payable_day_to_monday(
+    due: date, validity: int, last_day: date
+) -> None:
+    assert _payable_until(due, validity) == last_day
+
+
+def test_pixrecon_and_the_sandbox_agree_on_the_last_payable_day() -> None:
+    for due in (MONDAY + timedelta(days=n) for n in range(14)):
+        for validity in range(12):
+            assert _payable_until(due, validity) == last_payable_day(due, validity), (
+                due,
+                validity,
+            )
 
 
 # -- Stored as received ---------------------------------------------------------------

@@ -393,6 +393,56 @@ def test_a_charge_that_expires_at_the_days_last_instant_is_expired_on_it(engine:
     )
 
 
+def _weekend_cobvs(book: DayBook, suffix: str) -> tuple[str, str]:
+    """Two due-date charges of R$ 40,00 whose last day would be Saturday 2026-03-07 but for
+    the BCB moving it to the Monday: one due that Saturday with no days after, one due the
+    Wednesday before with three."""
+    due_saturday, third_day_saturday = (
+        f"cobvduesaturday{suffix:0>13}",
+        f"cobvthreedays{suffix:0>15}",
+    )
+    for txid, due, validity in (
+        (due_saturday, "2026-03-07", 0),
+        (third_day_saturday, "2026-03-04", 3),
+    ):
+        book.charge(
+            "cobv", txid, 4_000, "08:00", dataDeVencimento=due, validadeAposVencimento=validity
+        )
+    return due_saturday, third_day_saturday
+
+
+def test_a_due_date_charge_whose_last_day_falls_on_a_weekend_is_payable_on_monday(
+    engine: Engine,
+) -> None:
+    saturday = DayBook(engine, date(2026, 3, 7))
+    _clean_day(saturday)
+    paid_on_monday = _weekend_cobvs(saturday, "1")
+    judged = reconcile_day(engine, saturday.day, now=business_day_bounds(saturday.day)[1])
+    assert judged.report["charges"] == {"unpaid": 2}
+    # Created on Sunday, so that day judges them too (a charge belongs to the day it was
+    # created, falls due or was paid).
+    sunday = saturday.next_day()
+    _clean_day(sunday)
+    _weekend_cobvs(sunday, "2")
+    judged = reconcile_day(engine, sunday.day, now=business_day_bounds(sunday.day)[1])
+    assert judged.report["charges"] == {"unpaid": 2}
+    monday = sunday.next_day()
+    _clean_day(monday)
+    for txid in paid_on_monday:
+        e2e = monday.pix(4_000, "12:00", txid=txid, webhook=False)
+        monday.line("PIX_RECEIVED", 4_000, "12:00", credit=True, endToEndId=e2e)
+    # Monday is the last day: one nobody paid by its end can no longer be paid.
+    unpaid = _weekend_cobvs(monday, "3")
+    end = business_day_bounds(monday.day)[1]
+    result = reconcile_day(engine, monday.day, now=end + timedelta(hours=2))
+    verdicts = verdicts_of(engine, result)
+    assert {txid: verdicts[("charge", "cobv:" + txid)].status for txid in paid_on_monday} == {
+        txid: "paid" for txid in paid_on_monday
+    }
+    assert {verdicts[("charge", "cobv:" + txid)].status for txid in unpaid} == {"expired"}
+    assert result.verdict is DayVerdict.RECONCILED, result.report
+
+
 def test_a_due_date_charge_paid_late_with_its_fine_and_interest_is_paid(engine: Engine) -> None:
     book = DayBook(engine, PAST)
     _clean_day(book)

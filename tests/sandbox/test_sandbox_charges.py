@@ -11,7 +11,7 @@ import pytest
 from starlette.applications import Starlette
 
 from sandbox.app import create_app
-from sandbox.charges import BUSINESS_TZ, ChargeNotPayable
+from sandbox.charges import BUSINESS_TZ, ChargeNotPayable, last_payable_day
 from sandbox.defaults import DEFAULT_PIX_KEY
 from sandbox.server import BackgroundServer
 from sandbox.state import SandboxProvider
@@ -299,6 +299,43 @@ def test_cobv_is_payable_through_its_last_valid_day_in_sao_paulo(
     with pytest.raises(ChargeNotPayable):
         provider.pay_charge(TXID, horario=last_moment + timedelta(seconds=1))
     provider.pay_charge(TXID, horario=last_moment)
+
+
+@pytest.mark.parametrize(
+    ("due", "validity"),
+    [(date(2024, 6, 8), 0), (date(2024, 6, 5), 3)],
+    ids=["due-on-a-saturday", "third-day-a-saturday"],
+)
+def test_a_cobv_whose_last_day_falls_on_a_weekend_is_payable_through_monday(
+    provider: SandboxProvider, clock: FakeClock, due: date, validity: int
+) -> None:
+    """The BCB moves the due date, and the last day counted from it, off a weekend: paid on
+    the Monday after, the charge is concluded."""
+    provider.create_cobv(Decimal("50.00"), due, txid=TXID, validade_apos_vencimento=validity)
+    for weekend_day in (date(2024, 6, 8), date(2024, 6, 9)):
+        clock.now = datetime.combine(weekend_day, time(23, 59, 59), BUSINESS_TZ)
+        assert not provider.charge_expired(TXID)
+    last_moment = datetime.combine(date(2024, 6, 10), time(23, 59, 59), BUSINESS_TZ)
+
+    with pytest.raises(ChargeNotPayable):
+        provider.pay_charge(TXID, horario=last_moment + timedelta(seconds=1))
+    provider.pay_charge(TXID, horario=last_moment)
+    assert (provider.charges.get("cobv", TXID) or {})["status"] == "CONCLUIDA"
+
+
+@pytest.mark.parametrize(
+    ("due", "validity", "last_day"),
+    [
+        # The spec's examples A, F and G (those its holidays do not change).
+        (date(2020, 10, 20), 4, date(2020, 10, 26)),
+        (date(2021, 8, 27), 5, date(2021, 9, 1)),
+        (date(2021, 8, 28), 5, date(2021, 9, 6)),
+    ],
+)
+def test_the_last_payable_day_follows_the_specs_examples(
+    due: date, validity: int, last_day: date
+) -> None:
+    assert last_payable_day(due, validity) == last_day
 
 
 @pytest.mark.parametrize(

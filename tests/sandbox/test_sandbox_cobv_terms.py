@@ -23,7 +23,7 @@ from sandbox.server import BackgroundServer
 from sandbox.state import SandboxProvider
 from tests.sandbox.bcb_schemas import schema_errors
 from tests.sandbox.sandbox_support import FakeClock, served_app, token_http_fixture
-from tests.sandbox.scenario_support import Recorder, play
+from tests.sandbox.scenario_support import Recorder, day, play
 from tests.sandbox.scenario_support import recorder_server as recorder_server
 
 START = datetime(2024, 6, 3, 12, tzinfo=UTC)  # a Monday, 09:00 in São Paulo
@@ -308,6 +308,34 @@ def test_the_ledger_refuses_parts_that_do_not_add_up(provider: SandboxProvider) 
 
 
 # -- The scenario format ----------------------------------------------------------------
+
+
+def test_an_unpaid_cobv_is_expired_once_its_last_payable_day_is_over(
+    recorder_server: tuple[Recorder, BackgroundServer],
+) -> None:
+    """Judged at the day's end, as pixrecon judges it: due on the day with no days after,
+    it can no longer be paid; with its last day on Saturday moved to Monday, it still can."""
+    recorder, running = recorder_server
+
+    def outcomes(on: str, *charges: tuple[int, int]) -> list[str]:
+        recorder.reset()
+        items = [
+            {
+                "ref": f"invoice-{n}",
+                "kind": "cobv",
+                "amount": "75.00",
+                "at": "07:00",
+                "due_in_days": due_in_days,
+                "validity_days": validity,
+            }
+            for n, (due_in_days, validity) in enumerate(charges)
+        ]
+        outcome, _ = play(day(date=on, charges=items), running)
+        return [p.outcome for p in outcome.payments]
+
+    assert outcomes("2026-03-04", (0, 0), (-2, 2), (0, 1)) == ["expired", "expired", "unpaid"]
+    # Saturday: due that day with none after, and due Wednesday with three.
+    assert outcomes("2026-03-07", (0, 0), (-3, 3)) == ["unpaid", "unpaid"]
 
 
 def test_the_example_day_plays_with_what_was_due(
