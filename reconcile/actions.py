@@ -81,6 +81,27 @@ def _give_back(what: str, refund_by: date | None, today: date | None) -> str:
     return f"refund {what} before {br_date(refund_by)}"
 
 
+def _paid_twice(expected: int, actual: int, refund_by: date | None, today: date | None) -> str:
+    """The Pix that paid one charge, together: what they paid over what was due is the
+    payer's to get back, whichever Pix it came in. Each Pix need not have been for the
+    whole amount (a payer may split it), so no one Pix is the one to refund."""
+    if actual > expected:
+        return _give_back(
+            f"the {brl(actual - expected)} its Pix paid over the {brl(expected)} due",
+            refund_by,
+            today,
+        )
+    if actual == expected:
+        return (
+            f"nothing to refund: its Pix add up to the {brl(expected)} due, paid in parts, "
+            "with nothing paid over"
+        )
+    return (
+        f"nothing was paid over: its Pix add up to {brl(actual)} of the {brl(expected)} "
+        f"due; ask the payer for the missing {brl(expected - actual)}"
+    )
+
+
 ITEMISED_OTHERWISE = "the Pix itemised"
 """How a due-date charge's reason begins to say that the Pix's own breakdown
 (``componentesValor``) disagrees with the charge's terms (``matching/amount_due.py``)."""
@@ -116,7 +137,7 @@ def suggested_action(
             # What was paid over what was due: the payer's money to give back.
             return _give_back(f"the {brl(gap)} paid over the {brl(expected)} due", refund_by, today)
         if status == "paid_twice":
-            return _give_back(f"the second payment ({brl(gap)})", refund_by, today)
+            return _paid_twice(expected or 0, actual or 0, refund_by, today)
         if status == "underpaid":
             return f"ask the payer for the missing {brl(gap)}"
         if status in ("unpaid", "expired"):

@@ -3,6 +3,8 @@ involves, in reais as people write them."""
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from reconcile.actions import suggested_action
@@ -40,6 +42,34 @@ EXCEPTIONS = [
 def test_every_action_names_the_money_in_reais(subject: str, status: str, ref: str) -> None:
     action = suggested_action(subject, status, 123_456, 120_000, ref=ref)
     assert "R$ 1.234,56" in action or "R$ 1.200,00" in action or "R$ 34,56" in action, action
+
+
+def test_a_charge_paid_twice_in_full_refunds_what_was_paid_over() -> None:
+    action = suggested_action("charge", "paid_twice", 4_000, 8_000, refund_by=date(2026, 6, 2))
+    assert action == "refund the R$ 40,00 its Pix paid over the R$ 40,00 due before 02/06/2026"
+
+
+def test_a_charge_paid_twice_over_its_amount_refunds_only_the_excess() -> None:
+    """30.00 and then 15.00 for 40.00: 5.00 goes back, not the second Pix."""
+    action = suggested_action("charge", "paid_twice", 4_000, 4_500, refund_by=date(2026, 6, 2))
+    assert action.startswith("refund the R$ 5,00 its Pix paid over the R$ 40,00 due")
+
+
+def test_a_charge_paid_in_parts_that_add_up_to_it_has_nothing_to_refund() -> None:
+    """30.00 and then 10.00 for 40.00: nothing was paid over, so no refund of R$ 0,00."""
+    action = suggested_action("charge", "paid_twice", 4_000, 4_000, refund_by=date(2026, 6, 2))
+    assert action.startswith("nothing to refund"), action
+    assert "R$ 40,00 due" in action
+    assert "R$ 0,00" not in action
+    assert "refund the" not in action
+
+
+def test_a_charge_paid_in_parts_short_of_it_asks_for_the_rest() -> None:
+    action = suggested_action("charge", "paid_twice", 4_000, 3_000, refund_by=date(2026, 6, 2))
+    assert "nothing was paid over" in action
+    assert "R$ 30,00 of the R$ 40,00 due" in action
+    assert action.endswith("ask the payer for the missing R$ 10,00")
+    assert "refund" not in action
 
 
 def test_a_cycle_whose_amount_is_unknown_names_none() -> None:
