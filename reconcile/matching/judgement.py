@@ -142,6 +142,8 @@ def annotate_priorities(session: Session, ctx: RunContext) -> None:
             items.c.run_id == ctx.run_id,
             items.c.subject == "charge",
             items.c.status.in_(("overpaid", "paid_twice")),
+            # Paid twice in parts that add up to no more than was due: nothing goes back.
+            items.c.actual_cents > items.c.expected_cents,
             P.c.confirmation.in_(Confirmation.counted()),
             paid_at < ctx.end,
         )

@@ -119,3 +119,23 @@ def test_a_charge_paid_twice_is_refunded_by_the_second_payments_deadline(engine:
 
     verdict = verdicts_of(engine, reconcile_day(engine, PAST, now=AFTER))[("charge", f"cob:{txid}")]
     assert (verdict.status, verdict.refund_by) == ("paid_twice", PAST + timedelta(days=90))
+
+
+def test_a_charge_paid_in_two_parts_that_make_what_was_due_has_nothing_to_refund_by(
+    engine: Engine,
+) -> None:
+    """R$ 30,00 then R$ 10,00 on a R$ 40,00 charge: paid twice, nothing paid over, so no
+    refund deadline and no refund priority."""
+    txid = "cobpaidinpartsnothingover00001"
+    book = DayBook(engine, PAST)
+    book.charge("cob", txid, 4_000, "09:00", expiracao=86_400)
+    for cents, clock in ((3_000, "10:00"), (1_000, "11:00")):
+        e2e = book.pix(cents, clock, txid=txid, webhook=False)
+        book.line("PIX_RECEIVED", cents, clock, credit=True, endToEndId=e2e)
+    verdict = verdicts_of(engine, reconcile_day(engine, PAST, now=AFTER))[("charge", f"cob:{txid}")]
+    assert (verdict.status, verdict.actual_cents, verdict.expected_cents) == (
+        "paid_twice",
+        4_000,
+        4_000,
+    )
+    assert verdict.refund_by is None
