@@ -363,3 +363,17 @@ def provider_advice(exc: BaseException, settings: Settings) -> str:
             "the provider to grant it to pixrecon's client"
         )
     return "run it again once the provider answers"
+
+
+def own_metrics_or_exit(command: str) -> None:
+    """``PROMETHEUS_MULTIPROC_DIR`` is the worker's: set for a process that serves its own
+    ``/metrics`` (the receiver, the demo), it turns prometheus_client's counters into
+    files in that folder, which fails at the first metric where the folder is missing and
+    mixes the receiver's counters into the worker's where it exists."""
+    for name in ("PROMETHEUS_MULTIPROC_DIR", "prometheus_multiproc_dir"):
+        if os.environ.get(name):
+            raise fail(
+                f"{name} is set, but it is a setting of `pixrecon worker` only: unset it for "
+                f"`pixrecon {command}`, which serves its own metrics (set it in the worker's "
+                "environment, as docs/deploy.md's worker unit does)"
+            )

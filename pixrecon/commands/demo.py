@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pixrecon.commands.common import Interrupted, console, day_option, fail
+from pixrecon.commands.common import Interrupted, console, day_option, fail, own_metrics_or_exit
 
 
 def demo(
@@ -58,6 +58,7 @@ def demo(
     Exit code 0 when all agree, 1 when one does not, 2 when the demo cannot run as asked."""
     from pixrecon.demo import DemoError, DemoOptions, run_demo
 
+    own_metrics_or_exit("demo")
     day = day_option(date) if date is not None else None
     options = DemoOptions(
         scenario=scenario,

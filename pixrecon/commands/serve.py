@@ -26,6 +26,7 @@ from pixrecon.commands.common import (
     fail,
     listen_or_exit,
     log,
+    own_metrics_or_exit,
     say,
 )
 from reconcile.heap import freeze_startup_objects
@@ -104,6 +105,7 @@ def serve(
     from receiver.auth import auth_is_configured, configuration_errors
     from receiver.tls import tls_options
 
+    own_metrics_or_exit("serve")
     settings = get_settings()
     setup_logging(settings)
     # A half-configured defence is refused outright, even in insecure mode: the operator
