@@ -104,6 +104,11 @@ def register(
             done.append({"api": api, "registration": what, "url": url, "result": "registered"})
 
     # Every precondition first: a registration half done is worse than none.
+    if not (chave or automatico or accounts):
+        raise fail(
+            "nothing to register: give --chave YOUR-PIX-KEY, or leave out --no-automatico "
+            "or --no-accounts"
+        )
     qrcode = factory.qrcode_api(settings)
     if (chave or automatico) and qrcode is None:
         raise fail(

@@ -407,6 +407,15 @@ BASE_URLS: dict[str, Case] = {
         {},
         "already names the receiver's routes",
     ),
+    # Everything left out: nothing done is no success.
+    "nothing_to_register": (
+        (
+            *("webhooks", "register", "--base-url", "https://example.com"),
+            *("--no-automatico", "--no-accounts"),
+        ),
+        {},
+        "nothing to register: give --chave YOUR-PIX-KEY",
+    ),
 }
 
 
