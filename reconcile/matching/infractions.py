@@ -17,6 +17,7 @@ from sqlalchemy import (
     true,
     tuple_,
 )
+from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
 from reconcile.db import table_of
@@ -61,28 +62,35 @@ def case_of_line() -> ColumnElement[str]:
         .scalar_subquery(),
         select(func.min(cases.c.infraction_id)).where(of_pix).scalar_subquery(),
     )
-    other, candidate = S.alias("named_line"), cases.alias("by_amount")
-    named = (
-        select(other.c.id)
-        .where(
-            other.c.type == "DEBIT",
-            in_categories(other.c.category, INFRACTION_DEBIT),
-            or_(
-                other.c.infraction_id == candidate.c.infraction_id,
-                other.c.end_to_end_id == candidate.c.end_to_end_id,
-            ),
+    other = S.alias("named_line")
+
+    def candidate_for(case_row: FromClause) -> ColumnElement[bool]:
+        """A case a bare line of this amount may be the debit of: its debit has the
+        amount, and no line names it (by its id or its Pix)."""
+        named = (
+            select(other.c.id)
+            .where(
+                other.c.type == "DEBIT",
+                in_categories(other.c.category, INFRACTION_DEBIT),
+                or_(
+                    other.c.infraction_id == case_row.c.infraction_id,
+                    other.c.end_to_end_id == case_row.c.end_to_end_id,
+                ),
+            )
+            .exists()
         )
-        .exists()
-    )
-    debit = func.coalesce(func.nullif(candidate.c.debited_cents, 0), candidate.c.amount_cents)
-    # A case closed saying it debited nothing (``debitedAmount`` 0) owns no debit line: it
-    # must not make a line of its amount ambiguous for the case that did debit.
-    may_have_debited = or_(
-        candidate.c.status.in_(OPEN_STATES),
-        candidate.c.debited_cents.is_(None),
-        candidate.c.debited_cents != 0,
-    )
-    candidates = and_(debit == S.c.amount_cents, may_have_debited, ~named)
+        debit = func.coalesce(func.nullif(case_row.c.debited_cents, 0), case_row.c.amount_cents)
+        # A case closed saying it debited nothing (``debitedAmount`` 0) owns no debit
+        # line: it must not make a line of its amount ambiguous for the case that did.
+        may_have_debited = or_(
+            case_row.c.status.in_(OPEN_STATES),
+            case_row.c.debited_cents.is_(None),
+            case_row.c.debited_cents != 0,
+        )
+        return and_(debit == S.c.amount_cents, may_have_debited, ~named)
+
+    candidate = cases.alias("by_amount")
+    candidates = candidate_for(candidate)
     bare = S.alias("bare_line")
     disputed = cases.alias("disputed")
     # Lines of the same amount that name no case and no Pix a case disputes: the ones a
@@ -106,26 +114,7 @@ def case_of_line() -> ColumnElement[str]:
     case_rank = (
         select(func.count())
         .select_from(earlier)
-        .where(
-            func.coalesce(func.nullif(earlier.c.debited_cents, 0), earlier.c.amount_cents)
-            == S.c.amount_cents,
-            or_(
-                earlier.c.status.in_(OPEN_STATES),
-                earlier.c.debited_cents.is_(None),
-                earlier.c.debited_cents != 0,
-            ),
-            ~select(other.c.id)
-            .where(
-                other.c.type == "DEBIT",
-                in_categories(other.c.category, INFRACTION_DEBIT),
-                or_(
-                    other.c.infraction_id == earlier.c.infraction_id,
-                    other.c.end_to_end_id == earlier.c.end_to_end_id,
-                ),
-            )
-            .exists(),
-            earlier.c.infraction_id <= candidate.c.infraction_id,
-        )
+        .where(candidate_for(earlier), earlier.c.infraction_id <= candidate.c.infraction_id)
         .correlate(S, candidate)
         .scalar_subquery()
     )
