@@ -9,7 +9,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, Select, func, select, update
 from sqlmodel import col
 from structlog import get_logger
 
@@ -86,24 +86,11 @@ def refresh_refunds_in_progress(
     /pix/{e2eid}``). ``GET /pix`` lists a Pix by when it was received: a refund of an
     earlier day's Pix that settles without a notification would stay in progress here for
     good, and its debit in the statement would read as a refund nobody notified."""
-    with session_scope(engine) as session:
-        refunded = list(
-            session.execute(
-                select(col(PixRefund.end_to_end_id))
-                .where(
-                    func.upper(col(PixRefund.status)) == "EM_PROCESSAMENTO",
-                    col(PixRefund.end_to_end_id).is_not(None),
-                )
-                .group_by(col(PixRefund.end_to_end_id))
-                .order_by(col(PixRefund.end_to_end_id))
-                .limit(limit)
-            ).scalars()
-        )
-
-    found = ask_each(refunded, api.get_pix, unknown="refunded_pix_unknown_to_provider")
-    return walk_and_store(
-        engine, (pix for _, pix in found), api_pix_items, on_new, what="refunded Pix"
+    e2e = col(PixRefund.end_to_end_id)
+    in_progress = select(e2e).where(
+        func.upper(col(PixRefund.status)) == "EM_PROCESSAMENTO", e2e.is_not(None)
     )
+    return _ask_for_refunded_pix(api, engine, in_progress, e2e, on_new, limit)
 
 
 def ask_refunded_pix_of_statement(
@@ -129,24 +116,31 @@ def ask_refunded_pix_of_statement(
         )
         .exists()
     )
+    named = col(line.original_end_to_end_id)
+    unsettled = select(named).where(
+        col(line.type) == "DEBIT",
+        col(line.category).in_(REFUND_SENT),
+        named.is_not(None),
+        col(line.booked_at) >= start,
+        col(line.booked_at) <= end,
+        ~settled,
+    )
+    return _ask_for_refunded_pix(api, engine, unsettled, named, on_new, limit)
+
+
+def _ask_for_refunded_pix(
+    api: PixSource,
+    engine: Engine,
+    query: Select[Any],
+    e2e: Any,
+    on_new: OnNew,
+    limit: int,
+) -> PollResult:
+    """Each Pix ``query`` names (by ``e2e``), once, asked for and stored as polled: its
+    refunds come with it."""
     with session_scope(engine) as session:
-        named = list(
-            session.execute(
-                select(col(line.original_end_to_end_id))
-                .where(
-                    col(line.type) == "DEBIT",
-                    col(line.category).in_(REFUND_SENT),
-                    col(line.original_end_to_end_id).is_not(None),
-                    col(line.booked_at) >= start,
-                    col(line.booked_at) <= end,
-                    ~settled,
-                )
-                .group_by(col(line.original_end_to_end_id))
-                .order_by(col(line.original_end_to_end_id))
-                .limit(limit)
-            ).scalars()
-        )
-    found = ask_each(named, api.get_pix, unknown="refunded_pix_unknown_to_provider")
+        ids = list(session.execute(query.group_by(e2e).order_by(e2e).limit(limit)).scalars())
+    found = ask_each(ids, api.get_pix, unknown="refunded_pix_unknown_to_provider")
     return walk_and_store(
         engine, (pix for _, pix in found), api_pix_items, on_new, what="refunded Pix"
     )
