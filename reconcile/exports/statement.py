@@ -27,7 +27,8 @@ from sqlalchemy import ColumnElement, Engine, Select, String, and_, case, func, 
 from sqlalchemy.sql import FromClause
 
 from reconcile.db import session_scope, table_of
-from reconcile.exports.table import CHUNK, BalanceUnknown, Row, Table
+from reconcile.exports.runs import latest_completed_run
+from reconcile.exports.table import CHUNK, BalanceUnknown, NotReconciled, Row, Table
 from reconcile.formats import br_date
 from reconcile.matching.context import (
     FEE,
@@ -39,7 +40,7 @@ from reconcile.matching.context import (
     RunContext,
 )
 from reconcile.matching.totals import balance_after, balance_before, balance_drift, chain_order
-from reconcile.models import ReconciliationRun, StatementEntry
+from reconcile.models import StatementEntry
 from reconcile.timeutil import as_utc, business_day_bounds, utcnow
 
 # Categories whose entry is the movement its endToEndId names.
@@ -251,17 +252,14 @@ def statement_notice(engine: Engine, day: date) -> str | None:
     a run of the day judged it (one that could not read it is ``incomplete``). Otherwise
     an empty statement would be booked as a day without movement, and its balance is only
     the nearest one known."""
-    runs = table_of(ReconciliationRun)
     with session_scope(engine) as session:
         if session.execute(select(func.count()).where(_of_day(day))).scalar_one():
             return None
-        verdict = session.execute(
-            select(runs.c.report)
-            .where(runs.c.business_date == day, runs.c.status == "completed")
-            .order_by(runs.c.id.desc())
-            .limit(1)
-        ).scalar_one_or_none()
-    if verdict is not None and (verdict or {}).get("verdict") not in (None, "incomplete"):
+    try:
+        run = latest_completed_run(engine, day)
+    except NotReconciled:
+        run = None
+    if run is not None and run.report.get("verdict") not in (None, "incomplete"):
         return None
     return (
         f"no statement line of {br_date(day)} is stored and no completed run of the day read "
