@@ -18,7 +18,7 @@ from sqlmodel import Session
 
 from reconcile.actions import RETURN_REF
 from reconcile.db import table_of
-from reconcile.masking import mask_document, mask_name
+from reconcile.masking import mask_document, mask_name, mask_text
 from reconcile.models import (
     AccountMovement,
     ExpectedPayment,
@@ -49,7 +49,8 @@ def add_references(
 ) -> None:
     """Fill ``REFERENCE_FIELDS`` of each exception row (keys ``subject`` and ``ref``);
     ``entries`` are the statement lines that decided each row's verdict, where known.
-    Documents and names are masked: these rows reach terminals, files and browsers.
+    Documents and names are masked, in the free text too: these rows reach terminals,
+    files and browsers.
 
     A chunk at a time: what is looked up for one chunk is let go before the next, so a
     day of tens of thousands of exceptions does not hold every Pix it names at once."""
@@ -95,9 +96,12 @@ def _add(session: Session, rows: list[dict[str, Any]], entries: Sequence[int | N
         row["end_to_end_id"] = ", ".join(p.end_to_end_id for p in pix) or e2e.get(i)
         row["payer_document"] = mask_document(document) if document else None
         row["payer_name"] = mask_name(name) if name else None
-        row["payer_request"] = (charge.payer_request if charge else None) or _first(
+        # Free text a payer or the merchant typed: a CPF in it is as personal as the
+        # payer's document field, and every reader of these rows prints them.
+        request = (charge.payer_request if charge else None) or _first(
             [p.info_pagador for p in pix]
         )
+        row["payer_request"] = mask_text(request) if request else None
 
 
 def _from_statement(

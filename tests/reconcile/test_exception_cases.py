@@ -9,8 +9,10 @@ import json
 from datetime import date, timedelta
 from typing import Any
 
+from rich.console import Console
 from sqlalchemy import Engine
 
+from pixrecon.report import exceptions_table
 from reconcile.cases import EXCEPTION_FIELDS, case_rows, set_state
 from reconcile.db import session_scope
 from reconcile.models import CaseState
@@ -96,6 +98,22 @@ def test_a_refund_exception_names_the_refunded_pix_and_its_payer(engine: Engine)
     assert refund["end_to_end_id"] == e2e
     assert refund["payer_document"] == "************81"
     assert refund["payer_name"] == "L*** E******"
+
+
+def test_a_document_the_payer_typed_is_masked_in_every_printed_form(engine: Engine) -> None:
+    # infoPagador is free text: a payer writes their CPF there as often as anywhere.
+    book = DayBook(engine, FIRST)
+    e2e = book.pix(8_000, "10:00", info="meu CPF 123.456.789-09, pedido 77")
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 9_000, "10:00", credit=True, endToEndId=e2e)
+    result = reconcile_day(engine, FIRST, now=_after(FIRST))
+    row = next(r for r in result.report["exceptions"] if r["ref"] == e2e)
+    assert row["payer_request"] == "meu CPF *********09, pedido 77"
+    console = Console(record=True, width=200)
+    console.print(exceptions_table(result.report["exceptions"]))
+    printed = console.export_text() + json.dumps(result.report)
+    assert "123.456.789" not in printed
+    assert "*********09" in printed
 
 
 def _open_med_case(book: DayBook, disputed: str) -> None:
