@@ -211,6 +211,10 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
             made = open_export(dash.engine, day, kind, fmt, excel=excel, account=_ofx_account())
         except ExportError as exc:
             raise HTTPException(404, str(exc)) from None
+        if kind is Kind.statement and made.notice is not None:
+            # The command line writes such a file with a warning beside it; a download has
+            # nowhere to put one, and an empty statement imported reads as a quiet day.
+            raise HTTPException(404, made.notice[:1].upper() + made.notice[1:] + ".")
         return StreamingResponse(
             encoded(made.chunks),
             media_type=made.media_type,

@@ -96,6 +96,23 @@ def test_downloads_need_a_sign_in_and_a_possible_export(
     assert client.get("/dashboard/export?date=not-a-day&kind=movements").status_code == 400
 
 
+def test_a_statement_nobody_read_is_not_handed_out_as_a_quiet_day(
+    engine: Engine, dashboard_node: RunningNode
+) -> None:
+    # A balance is known from the day before, so an OFX could be made: empty, it would
+    # import as a day without movement.
+    DayBook(engine, DAY).line("PIX_RECEIVED", 901, "10:00", credit=True, endToEndId="E1")
+    unread = (DAY + timedelta(days=1)).isoformat()
+    client = sign_in(dashboard_node.url)
+    for fmt in ("format=ofx", "format=csv&excel=1", "format=jsonl"):
+        answer = client.get(f"/dashboard/export?date={unread}&kind=statement&{fmt}")
+        assert answer.status_code == 404, (fmt, answer.text)
+        assert "does not say that nothing moved" in answer.text
+    read = client.get(f"/dashboard/export?date={DAY.isoformat()}&kind=statement&format=ofx")
+    assert read.status_code == 200
+    assert "<FITID>" in read.text
+
+
 def test_what_cannot_exist_answers_an_error_page_never_a_500(
     engine: Engine, dashboard_node: RunningNode
 ) -> None:
