@@ -188,14 +188,21 @@ def inbox_summary(session: Session) -> dict[str, int]:
     }
 
 
+# Verdicts counted among a day's movements that are none: a repeat of one, and a
+# notification of money the provider's API denies or does not know.
+NOT_MOVEMENTS = frozenset({"duplicate", "unconfirmed_webhook"})
+
+
 def webhook_coverage(counts: dict[str, int] | None) -> dict[str, Any]:
     """Movements of a day by how pixrecon learned of them, from its latest run's verdicts:
     ``missing_webhook`` is a movement known only from the API or the statement (found by
-    polling); every other verdict is of a movement a webhook announced. Read from the
-    report, not by scanning the day's Pix again: a run has already counted them."""
+    polling); every other verdict is of a movement a webhook announced, except the ones
+    the API does not stand behind (``unconfirmed_webhook``, a possible forgery: no
+    movement at all) and repeats. Read from the report, not by scanning the day's Pix
+    again: a run has already counted them."""
     if not counts:
         return {"webhook": None, "poll_only": None, "share": None}
-    movements = sum(n for status, n in counts.items() if status != "duplicate")
+    movements = sum(n for status, n in counts.items() if status not in NOT_MOVEMENTS)
     poll_only = counts.get("missing_webhook", 0)
     webhook = movements - poll_only
     return {

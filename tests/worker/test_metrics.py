@@ -278,7 +278,10 @@ def test_database_gauges_say_what_waits_and_what_the_days_look_like(engine: Engi
             )
         session.add(ScheduledJob(name="poll_qrcode", last_success_at=now - timedelta(minutes=3)))
         session.add(ScheduledJob(name="confirm", last_error="ProviderUnavailable: 503"))
-        report = {"counts": {"matched": 6, "missing_webhook": 2, "duplicate": 5}}
+        report = {
+            # A forged notification is no movement a webhook announced.
+            "counts": {"matched": 6, "missing_webhook": 2, "duplicate": 5, "unconfirmed_webhook": 4}
+        }
         yesterday, before = today - timedelta(days=1), today - timedelta(days=2)
         # Yesterday judged after it ended (the nightly run): its verdict counts.
         judged = ReconciliationRun(
