@@ -29,6 +29,15 @@ CREDIT_REF = "credit:"
 UNEXPLAINED_REF = "bridge:"
 
 
+def is_refund_ref(ref: str) -> bool:
+    """Whether a movement's ``ref`` names a refund of a Pix received: its ``rtrId``
+    (``D…``), or, when the notification gave none, ``{endToEndId}:{id}``
+    (``reconcile.matching.movements.refund_ref``). A Pix's own is its bare endToEndId."""
+    if ref.startswith("D"):
+        return True
+    return ":" in ref and not ref.startswith((RETURN_REF, CREDIT_REF, UNEXPLAINED_REF))
+
+
 def _about_a_return(status: str, expected: int | None, actual: int | None) -> str:
     if status == "missing_webhook":
         return (
@@ -152,7 +161,7 @@ def suggested_action(
         if status == "unconfirmed_webhook":
             # Only the notification names an amount; the API stands behind none.
             notified = actual if actual is not None else expected
-            if ref.startswith("D"):
+            if is_refund_ref(ref):
                 # A refund's rtrId: money said to have left, which nobody stands behind.
                 return (
                     f"ask the provider about the refund of {brl(notified)}: its API does not "
@@ -162,7 +171,7 @@ def suggested_action(
         if status == "missing_webhook":
             # Nobody notified it: the statement's amount is the only one.
             booked = actual if actual is not None else expected
-            if ref.startswith("D"):
+            if is_refund_ref(ref):
                 # A refund's rtrId: money that left, not money to give back.
                 return (
                     f"ask the provider which Pix the refund of {brl(booked)} debited returns: "

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Row, or_, select
 from sqlmodel import Session
 
-from reconcile.actions import RETURN_REF
+from reconcile.actions import CREDIT_REF, RETURN_REF
 from reconcile.db import table_of
 from reconcile.masking import mask_document, mask_name, mask_text
 from reconcile.models import (
@@ -72,6 +72,9 @@ def _add(session: Session, rows: list[dict[str, Any]], entries: Sequence[int | N
             # else a payout's key, and the statement line's references tell.
             key = ref.removeprefix(RETURN_REF)
             e2e[i] = key if len(key) == 32 else None
+        elif subject == "movement" and ref.startswith(CREDIT_REF):
+            # A credit the accounts API notified, by its reference there (looked up below).
+            e2e[i] = None
         elif subject == "movement":
             e2e[i] = ref.split(":", 1)[0]
         elif subject == "charge":
@@ -145,7 +148,14 @@ def _from_payouts(
     e2e: dict[int, str | None],
     txid: dict[int, str | None],
 ) -> None:
+    """A payout's verdict names its key; a credit the accounts API notified, its
+    reference there: the movement tells the Pix (and the charge) behind either."""
     refs = {i: row["ref"] for i, row in enumerate(rows) if row["subject"] == "payout"}
+    refs.update(
+        (i, row["ref"].removeprefix(CREDIT_REF))
+        for i, row in enumerate(rows)
+        if row["subject"] == "movement" and row["ref"].startswith(CREDIT_REF)
+    )
     M = table_of(AccountMovement)
     found: dict[str, Row[Any]] = {}
     for keys in _chunks(refs.values()):

@@ -76,3 +76,24 @@ def test_a_cycle_whose_amount_is_unknown_names_none() -> None:
     action = suggested_action("recurrence", "missed_cycle", None, None)
     assert "R$" not in action
     assert "—" not in action
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "D12345678202603101000abcdefghij1",  # by its rtrId
+        "E12345678202603101000abcdefghij1:devolucao-1",  # notified without one
+    ],
+)
+def test_a_refund_nobody_stands_behind_is_money_that_left_not_a_sale(ref: str) -> None:
+    forged = suggested_action("movement", "unconfirmed_webhook", None, 7_000, ref=ref)
+    assert forged.startswith("ask the provider about the refund of R$ 70,00"), forged
+    unnotified = suggested_action("movement", "missing_webhook", 7_000, None, ref=ref)
+    assert "which Pix the refund of R$ 70,00" in unnotified, unnotified
+
+
+def test_a_sale_nobody_stands_behind_is_not_delivered() -> None:
+    e2e = "E12345678202603101000abcdefghij1"
+    for ref in (e2e, "credit:rcv-1"):
+        action = suggested_action("movement", "unconfirmed_webhook", None, 7_000, ref=ref)
+        assert action.startswith("do not deliver"), (ref, action)

@@ -97,6 +97,10 @@ def test_a_credit_notified_by_the_accounts_api_counts_only_as_the_provider_state
         500_000,
     )
     assert day.summary["verdict"] == "breaks"
+    # Named as the accounts API named it: by its endToEndId, not by the ref's prefix.
+    rows = {row["ref"]: row for row in day.report["exceptions"]}
+    assert rows["credit:rcv-inflated"]["end_to_end_id"] == real
+    assert rows["credit:rcv-forged"]["end_to_end_id"] not in (None, "credit")
     # A notified credit is no money of the bridge's: the Pix alone, once.
     assert day.summary["totals"]["credits"]["webhook"] == 5_000
 
