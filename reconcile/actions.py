@@ -111,6 +111,9 @@ def _paid_twice(expected: int, actual: int, refund_by: date | None, today: date 
     )
 
 
+API_STATES_OTHERWISE = "the provider's API states another outcome"
+"""How a refund's reason says the API knows it in another final state than notified."""
+
 ITEMISED_OTHERWISE = "the Pix itemised"
 """How a due-date charge's reason begins to say that the Pix's own breakdown
 (``componentesValor``) disagrees with the charge's terms (``matching/amount_due.py``)."""
@@ -191,6 +194,11 @@ def suggested_action(
                 )
             return f"ask the provider: notified {brl(actual)}, it stands behind {brl(expected)}"
         booked = actual if actual is not None else expected
+        if reason is not None and API_STATES_OTHERWISE in reason:
+            return (
+                f"ask the provider about the refund of {brl(booked)} notified as made: its "
+                "API states another outcome, so it is not counted as sent"
+            )
         return f"ask the provider why the statement does not book the {brl(booked)}"
     if subject == "infraction":
         if status == "open_case":

@@ -23,6 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
+from reconcile import actions
 from reconcile.db import table_of
 from reconcile.formats import sp_time
 from reconcile.matching.context import (
@@ -306,6 +307,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             R.c.natureza,
             R.c.inbox_item_id,
             R.c.confirmation,
+            R.c.confirmed_amount_cents,
             # One refund may have been stored as two rows (by each of its ids, before
             # they were tied): the most advanced speaks for it, or the day's verdicts
             # would hold its ref twice.
@@ -349,6 +351,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
     med = r.c.natureza.in_(MED_NATURES)
     # ``later`` is NULL for a refund with no settlement time: a refused one, above all.
     refused = and_(r.c.status == "NAO_REALIZADO", ~booked, r.c.later.is_not(True))
+    api_amount_differs = r.c.confirmation == Confirmation.AMOUNT_MISMATCH.value
     verdicts: list[Verdict] = [
         (carried_in, "matched", False, "refunded the day before and booked today (carried in)"),
         (
@@ -372,6 +375,21 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             "unconfirmed_webhook",
             True,
             "a refund notified, but the API does not know it (possible forgery): do not count it",
+        ),
+        # What the API states of a refund it knows outranks the statement: a refund it says
+        # was not made, notified as made, is not money that left, booked or not.
+        (
+            r.c.confirmation == Confirmation.STATUS_MISMATCH.value,
+            "status_mismatch",
+            True,
+            f"a refund notified as made, but {actions.API_STATES_OTHERWISE} for it (possible "
+            "forgery): do not count it as sent",
+        ),
+        (
+            api_amount_differs,
+            "amount_mismatch",
+            True,
+            "a refund notified with another amount than the provider's API states",
         ),
         (
             and_(booked, s.c.cents != r.c.amount_cents),
@@ -416,7 +434,12 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         verdicts,
         "refund notified and booked",
         # A refund the provider refused moved nothing: what was asked, and nothing moved.
-        expected=case((refused, r.c.amount_cents), else_=s.c.cents),
+        # One the API states with another amount: what it stands behind.
+        expected=case(
+            (api_amount_differs, r.c.confirmed_amount_cents),
+            (refused, r.c.amount_cents),
+            else_=s.c.cents,
+        ),
         actual=case((refused, literal(0, BigInteger)), else_=r.c.amount_cents),
         source=source_of(webhooks, polls),
         inbox_item_id=r.c.inbox_item_id,

@@ -330,6 +330,56 @@ def test_refunds_found_by_polling_and_refused_ones_say_so(engine: Engine) -> Non
     assert result.verdict is DayVerdict.RECONCILED, result.report
 
 
+def test_a_refund_the_api_states_otherwise_is_judged_by_what_the_api_says(
+    engine: Engine,
+) -> None:
+    """Notified as made, one the API says was not made and one it states for less: each
+    says so, whether or not the statement booked it, and the action is about the refund."""
+    book = DayBook(engine, PAST)
+    denied_rtr, smaller_rtr = (
+        "D18236120202603101500denied00001",
+        "D18236120202603101500smaller0001",
+    )
+    refunds: list[dict[str, Any]] = [
+        {
+            "id": rid,
+            "rtrId": rtr,
+            "valor": reais(cents),
+            "natureza": "ORIGINAL",
+            "status": "DEVOLVIDO",
+            "horario": {"solicitacao": book.at("15:00").isoformat()},
+        }
+        for rid, rtr, cents in (("r-denied", denied_rtr, 5_000), ("r-smaller", smaller_rtr, 4_000))
+    ]
+    e2e = book.pix(10_000, "14:00", refunds=refunds)
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 10_000, "14:00", credit=True, endToEndId=e2e)
+    book.line("PIX_REFUND_SENT", 1_500, "15:00", credit=False, endToEndId=smaller_rtr)
+    # What the confirm job records when GET /pix/{e2eid} lists them otherwise.
+    with session_scope(engine) as session:
+        for rtr, confirmation, stated in (
+            (denied_rtr, Confirmation.STATUS_MISMATCH, None),
+            (smaller_rtr, Confirmation.AMOUNT_MISMATCH, 1_500),
+        ):
+            session.execute(
+                update(PixRefund)
+                .where(col(PixRefund.rtr_id) == rtr)
+                .values(confirmation=confirmation.value, confirmed_amount_cents=stated)
+            )
+    result = reconcile_day(engine, PAST, now=AFTER)
+    rows = {row["ref"]: row for row in result.report["exceptions"]}
+    denied = rows[denied_rtr]
+    assert denied["status"] == "status_mismatch"
+    assert "API states another outcome" in denied["reason"]
+    assert "statement" not in denied["reason"]
+    assert denied["action"].startswith("ask the provider about the refund of R$ 50,00")
+    smaller = rows[smaller_rtr]
+    assert smaller["status"] == "amount_mismatch"
+    assert (smaller["expected_cents"], smaller["actual_cents"]) == (1_500, 4_000)
+    assert "notified R$ 40,00, it stands behind R$ 15,00" in smaller["action"]
+    assert result.verdict is DayVerdict.BREAKS
+
+
 def test_no_provider_configured_is_incomplete_never_reconciled(engine: Engine) -> None:
     book = DayBook(engine, PAST)
     book.pix(5_000, "09:00", polled=False)  # notified, never confirmed: no API to ask
