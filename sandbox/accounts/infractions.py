@@ -66,9 +66,9 @@ class InfractionBook:
             raise ValueError("the blocked amount must be between zero and the disputed amount")
         now = to_millis(self._clock())
         with self._lock:
-            case = _Infraction(
-                f"inf-{len(self._by_id) + 1:06d}", end_to_end_id, amount, reason, now, blocked
-            )
+            # Unique beyond this run, as a provider's ids are (``payments._payment_id``).
+            number = f"{now:%y%m%d%H%M%S}{(len(self._by_id) + 1) % 1000:03d}"
+            case = _Infraction(f"inf-{number}", end_to_end_id, amount, reason, now, blocked)
             self._by_id[case.id] = case
             return self._render(case)
 

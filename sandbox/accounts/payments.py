@@ -70,6 +70,14 @@ class _Payment:
         return sum((r.amount for r in self.refunds), Decimal(0))
 
 
+def _payment_id(created_at: datetime, nth: int) -> int:
+    """A provider's payment id is unique for good, not per run of this sandbox: a
+    receiver fed by two sandboxes in turn (one scenario, then another) must not see two
+    payouts under one id, which its inbox would take for repeats. The creation instant
+    in milliseconds, and the payment's number within it."""
+    return int(created_at.timestamp() * 1000) * 1000 + nth % 1000
+
+
 def _creditor_for_key(pix_key: str) -> dict[str, Any]:
     # Deterministic per key, so repeated payouts to one key show one account.
     number = int(hashlib.sha256(pix_key.encode()).hexdigest()[:8], 16) % 100_000_000
@@ -121,7 +129,7 @@ class PaymentBook:
                 if request.creditor_account is not None
                 else _creditor_for_key(str(request.pix_key))
             )
-            payment = _Payment(len(self._by_key) + 1, request, e2e, creditor, now)
+            payment = _Payment(_payment_id(now, len(self._by_key) + 1), request, e2e, creditor, now)
             self._by_key[request.idempotency_key] = payment
             self._by_e2e[e2e] = payment
             return self._render(payment), True
