@@ -21,6 +21,8 @@ from sqlmodel import Session
 from reconcile.db import table_of
 from reconcile.formats import br_date
 from reconcile.matching.context import RunContext
+from reconcile.matching.movements import pix_time, refund_time
+from reconcile.matching.payouts import payout_time
 from reconcile.matching.verdicts import refund_priority
 from reconcile.models import (
     AccountMovement,
@@ -217,20 +219,24 @@ def carried_items(session: Session, ctx: RunContext, direction: str) -> list[dic
 
 
 def unconfirmable(session: Session, ctx: RunContext, sources: Sources) -> list[str]:
-    """Money that waits for a look-up no configured API can make."""
+    """The day's money that waits for a look-up no configured API can make. Only the
+    day's: another day's Pix waiting says nothing of this one, and counting it made a day
+    judged ``reconciled`` turn ``incomplete`` once a later day brought such a Pix."""
     if sources.confirm_policy == "none":
         return []
     waiting = []
-    for model, api, what in (
-        (PixReceived, sources.qrcode, "Pix received"),
-        (PixRefund, sources.qrcode, "refunds"),
-        (AccountMovement, sources.accounts, "account movements"),
+    for model, api, what, when in (
+        (PixReceived, sources.qrcode, "Pix received", pix_time),
+        (PixRefund, sources.qrcode, "refunds", refund_time),
+        (AccountMovement, sources.accounts, "account movements", payout_time),
     ):
         if api:
             continue
         table = table_of(model)
         n = session.execute(
-            select(func.count()).where(table.c.confirmation == Confirmation.PENDING.value)
+            select(func.count()).where(
+                table.c.confirmation == Confirmation.PENDING.value, ctx.within(when(table))
+            )
         ).scalar_one()
         if n:
             family = "QR code" if model is not AccountMovement else "accounts"

@@ -400,6 +400,23 @@ def test_no_provider_configured_is_incomplete_never_reconciled(engine: Engine) -
     assert "PIXRECON_CONFIRM_POLICY" not in " ".join(trusting.report["incomplete_because"])
 
 
+def test_a_day_is_not_made_incomplete_by_another_days_unconfirmable_pix(engine: Engine) -> None:
+    """Accounts API only: a Pix of the day that no API can confirm leaves the day
+    incomplete; one of another day, notified later, leaves its answer as it was."""
+    accounts_only = Sources(qrcode=False)
+    book = DayBook(engine, PAST)
+    e2e = book.pix(5_000, "09:00")
+    book.line("PIX_RECEIVED", 5_000, "09:00", credit=True, endToEndId=e2e)
+    waiting = reconcile_day(engine, PAST, now=AFTER, sources=accounts_only)
+    assert "1 Pix received wait for confirmation" in " ".join(waiting.report["incomplete_because"])
+    book.confirm_all_pix()
+    before = reconcile_day(engine, PAST, now=AFTER, sources=accounts_only)
+    assert before.verdict is DayVerdict.RECONCILED, before.report
+    book.next_day().pix(7_000, "10:00", polled=False)
+    again = reconcile_day(engine, PAST, now=AFTER + timedelta(days=2), sources=accounts_only)
+    assert again.verdict is DayVerdict.RECONCILED, again.report
+
+
 def _comparable(result: NightlyResult) -> dict[str, Any]:
     report: dict[str, Any] = json.loads(json.dumps(result.report))
     report.pop("run_id")
