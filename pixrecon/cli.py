@@ -4,8 +4,11 @@ assembled in one explicit list, and the one place where errors become exit codes
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
@@ -86,7 +89,7 @@ app.command()(sandbox)
 app.command()(demo)
 
 
-STOPPED = "the command stopped before it finished (Ctrl-C)"
+STOPPED = "the command stopped before it finished (Ctrl-C or SIGTERM)"
 
 
 def _start_logging() -> None:
@@ -150,10 +153,39 @@ def run(args: list[str] | None = None) -> int:
         sys.stdout = stdout
 
 
+# Commands that run until they are stopped, and stop on SIGTERM as their docs say (exit
+# 0, their work finished): they handle the signal themselves.
+_RUN_UNTIL_STOPPED = frozenset({"serve", "worker", "sandbox", "demo"})
+
+
+@contextmanager
+def _sigterm_interrupts(args: list[str] | None) -> Iterator[None]:
+    """SIGTERM — what systemd, a container runtime or ``timeout`` sends — ends a one-shot
+    command as Ctrl-C does: one line saying what was not finished, exit 130, and a
+    ``reconcile`` run marked failed. Left to its default it killed the process without a
+    word, and a run stayed ``running`` for good."""
+    _, words = named_command(sys.argv[1:] if args is None else args)
+    if (words and words[0] in _RUN_UNTIL_STOPPED) or (
+        threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _run(args: list[str] | None) -> int:
     try:
         _start_logging()
-        code = app(args=args, prog_name="pixrecon", standalone_mode=False)
+        with _sigterm_interrupts(args):
+            code = app(args=args, prog_name="pixrecon", standalone_mode=False)
     except Interrupted as exc:
         say(str(exc), level="interrupted")
         return EXIT_INTERRUPTED

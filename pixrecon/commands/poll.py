@@ -158,9 +158,9 @@ def poll(
         # What was stored before the interrupt stays; what was not is fetched again.
         again = "run it again with the same --since" if window else "the next poll resumes it"
         raise Interrupted(
-            "the poll stopped before it finished (Ctrl-C): what it had stored is kept, the "
-            f"rest of the window was not fetched ({again}); its lease is given back, so the "
-            "workers' own polls go on"
+            "the poll stopped before it finished (Ctrl-C or SIGTERM): what it had stored is "
+            f"kept, the rest of the window was not fetched ({again}); its lease is given back, "
+            "so the workers' own polls go on"
         ) from None
     except POLL_ERRORS as exc:
         advice = f"; {provider_advice(exc, settings)}" if isinstance(exc, ProviderError) else ""

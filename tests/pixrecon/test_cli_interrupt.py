@@ -143,6 +143,23 @@ def test_ctrl_c_while_fetching_says_nothing_was_concluded(database: str, tmp_pat
     assert _runs(database) == before
 
 
+def test_sigterm_ends_a_reconcile_as_ctrl_c_does(database: str, tmp_path: Path) -> None:
+    # What systemd sends on stop or timeout: by default it killed the process without a
+    # word, and a run caught while matching stayed ``running``.
+    before = _runs(database)
+    code, stderr = _interrupt_when(
+        ["reconcile", "--date", DAY.isoformat()],
+        clean_env(database_url=database, **UNREACHABLE),
+        tmp_path,
+        "provider call failed",
+        signal.SIGTERM,
+    )
+    assert code == 130, stderr
+    line = _the_line(stderr)
+    assert "the reconciliation of 10/03/2026 stopped while fetching" in line
+    assert _runs(database) == before
+
+
 def test_ctrl_c_in_any_command_is_one_line_and_130(database: str, tmp_path: Path) -> None:
     code, stderr = _interrupt_when(
         ["poll"],
@@ -153,7 +170,7 @@ def test_ctrl_c_in_any_command_is_one_line_and_130(database: str, tmp_path: Path
     assert code == 130, stderr
     line = _the_line(stderr)
     # What was left, and that the workers' own polls are not held up by it.
-    assert "the poll stopped before it finished (Ctrl-C)" in line
+    assert "the poll stopped before it finished (Ctrl-C or SIGTERM)" in line
     assert "the next poll resumes it" in line
     assert "its lease is given back" in line
     engine = create_db_engine(database)
