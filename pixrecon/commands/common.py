@@ -167,6 +167,11 @@ def cannot_write(path: Path, exc: OSError | None = None) -> str:
         return ""
     if path.is_dir():
         why = f"it is a folder: name a file, e.g. {escape(str(path / 'NAME'))}"
+    elif number in (errno.ENOENT, errno.ENOTDIR) and _a_file_in_the_way(path.parent):
+        why = (
+            f"{escape(str(_a_file_in_the_way(path.parent)))} is a file, not a folder: name a "
+            "file in a folder"
+        )
     elif number == errno.ENOENT and not path.parent.is_dir():
         why = (
             f"the folder {escape(str(path.parent))} does not exist: create it, or name a "
@@ -198,6 +203,15 @@ def writable_or_exit(path: Path) -> None:
         raise fail(problem)
 
 
+def _a_file_in_the_way(folder: Path) -> Path | None:
+    """The nearest of ``folder`` and its parents that exists as something else than a
+    folder: ``/etc/hostname`` of ``/etc/hostname/x.csv``."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
 def _foreseen(path: Path) -> int | None:
     # Checked before a long run (a reconciliation that fetches for minutes), so that its
     # result is not lost to a path that could never have been written.
@@ -210,6 +224,19 @@ def _foreseen(path: Path) -> int | None:
         return errno.EROFS
     if not os.access(path if path.exists() else folder, os.W_OK):
         return errno.EACCES
+    if path.exists() and not path.is_file():
+        return None  # a named pipe or a device: written into as it is
+    # What the permission bits cannot tell (``/proc`` takes no new file even from root):
+    # the file the export is written to first, created and removed.
+    probe = Path(os.path.realpath(path)).with_name(path.name + ".partial")
+    try:
+        handle = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return None
+    except OSError as exc:
+        return exc.errno
+    os.close(handle)
+    probe.unlink(missing_ok=True)
     return None
 
 

@@ -158,6 +158,42 @@ def test_a_folder_that_takes_no_new_file_is_named_for_what_it_is(
     )
 
 
+def test_a_file_where_a_folder_should_be_is_named_for_what_it_is(
+    pixrecon: Callable[..., Result], tmp_path: Path
+) -> None:
+    in_the_way = tmp_path / "hostname"
+    in_the_way.write_text("not a folder")
+    asked = ("export", "--date", DAY.isoformat(), "--kind", "exceptions", "-f", "csv")
+    _one_line(
+        pixrecon(*asked, "-o", str(in_the_way / "deeper" / "x.csv")),
+        f"cannot write {in_the_way}/deeper/x.csv: {in_the_way} is a file, not a folder",
+    )
+
+
+def test_reconcile_refuses_a_path_that_takes_no_file_before_it_runs(
+    pixrecon: Callable[..., Result], database: str
+) -> None:
+    def runs() -> int:
+        engine = create_db_engine(database)
+        try:
+            with engine.connect() as connection:
+                return int(
+                    connection.execute(text("SELECT count(*) FROM reconciliation_run")).scalar_one()
+                )
+        finally:
+            engine.dispose()
+
+    before = runs()
+    _one_line(
+        pixrecon(
+            "reconcile", "--date", DAY.isoformat(), "--no-poll", "--export", "csv", "/proc/version"
+        ),
+        "cannot write /proc/version: no file can be created in /proc",
+    )
+    # Refused before the day was judged: no run, and no verdict of it to look for.
+    assert runs() == before
+
+
 def test_each_kind_in_its_formats(pixrecon: Callable[..., Result]) -> None:
     day = DAY.isoformat()
     code, out, _ = pixrecon("export", "--date", day, "--kind", "movements", "-f", "jsonl")
