@@ -18,6 +18,7 @@ from pixrecon.commands.common import (
     console,
     day_option,
     fail,
+    listen_or_exit,
     say,
     writable_or_exit,
 )
@@ -123,6 +124,7 @@ def sandbox(
     day = day_option(date) if date is not None else None
     if env_file is not None:
         writable_or_exit(env_file)
+    _ports_free_or_exit(host, port, accounts_port)
     try:
         loaded = load_scenario(scenario) if scenario is not None else None
     except ScenarioError as exc:
@@ -155,3 +157,13 @@ def sandbox(
             "the sandbox stopped before it was up"
             + (" and its scenario played" if scenario is not None else "")
         ) from None
+
+
+def _ports_free_or_exit(host: str, port: int, accounts_port: int) -> None:
+    """Each API's port, tried before anything starts: a port in use is named with the
+    option that chose it, rather than found by the server after its start-up lines."""
+    if port and port == accounts_port:
+        raise fail(f"--port and --accounts-port are both {port}: each API needs a port of its own")
+    for number, option in ((port, "--port"), (accounts_port, "--accounts-port")):
+        if number:
+            listen_or_exit(host, number, remedy=f"choose another {option}").close()

@@ -155,9 +155,16 @@ def run_demo(options: DemoOptions, console: Console) -> int:
                 )
         except OSError as exc:
             if options.serve and exc.errno in _CANNOT_LISTEN:
+                # The address, not the port, is what is wrong when it is none of this
+                # machine's: naming --port then sends the user after the wrong option.
+                other = (
+                    "--host: 127.0.0.1, or 0.0.0.0 for every interface"
+                    if exc.errno == errno.EADDRNOTAVAIL
+                    else "--port"
+                )
                 raise DemoError(
                     f"the receiver cannot listen on {options.host}:{options.port} "
-                    f"({exc.strerror or exc}): choose another with --port"
+                    f"({exc.strerror or exc}): choose another with {other}"
                 ) from None
             # Without --serve nothing listens on a port of the user's: another failure of
             # the system (a read-only or full disk, a file it may not write) said as it is.

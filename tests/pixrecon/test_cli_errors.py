@@ -224,6 +224,17 @@ CASES: dict[str, Case] = {
         {},
         "cannot write {tmp}: it is a folder: name a file, e.g. {tmp}/NAME",
     ),
+    "sandbox_port_busy": (
+        ("sandbox", "--port", "0", "--accounts-port", "{busy_port}"),
+        {},
+        "port {busy_port} is already in use on 127.0.0.1: stop what listens there, or choose "
+        "another --accounts-port",
+    ),
+    "sandbox_one_port_for_both": (
+        ("sandbox", "--port", "{busy_port}", "--accounts-port", "{busy_port}"),
+        {},
+        "--port and --accounts-port are both {busy_port}: each API needs a port of its own",
+    ),
     "replay_basic_since": (
         ("events", "replay", "--since", "20261123"),
         {},
