@@ -14,7 +14,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from pixrecon.commands.common import FormatOption, OutputFormat, console, fail, say
+from pixrecon.commands.common import (
+    FormatOption,
+    OutputFormat,
+    console,
+    fail,
+    one_line,
+    provider_advice,
+    say,
+)
 from reconcile.provider import factory
 from reconcile.provider.errors import ProviderError
 from reconcile.settings import get_settings
@@ -91,14 +99,13 @@ def register(
     settings = get_settings()
     base = base_url.rstrip("/")
     done: list[dict[str, str]] = []
-    failures = 0
+    failures: list[ProviderError] = []
 
     def attempt(api: str, what: str, url: str, call: Callable[[], object]) -> None:
-        nonlocal failures
         try:
             call()
         except ProviderError as exc:
-            failures += 1
+            failures.append(exc)
             done.append({"api": api, "registration": what, "url": url, "result": f"failed: {exc}"})
         else:
             done.append({"api": api, "registration": what, "url": url, "result": "registered"})
@@ -176,7 +183,18 @@ def register(
         sys.stdout.write(json.dumps(done, indent=2) + "\n")
     else:
         table = Table("api", "registration", "url", "result")
+        for column in table.columns:
+            # A URL cut short is one nobody can check against what they meant to register.
+            column.overflow = "fold"
         for row in done:
-            table.add_row(row["api"], row["registration"], row["url"], row["result"])
+            table.add_row(
+                row["api"], escape(row["registration"]), escape(row["url"]), escape(row["result"])
+            )
         console.print(table)
-    raise typer.Exit(2 if failures else 0)
+    if failures:
+        # The table says which; this line says what to do, as every failure does.
+        raise fail(
+            f"{len(failures)} of {len(done)} registrations failed ({one_line(failures[0])}): "
+            f"{provider_advice(failures[0], settings)}"
+        )
+    raise typer.Exit(0)

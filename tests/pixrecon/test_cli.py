@@ -238,6 +238,25 @@ def test_webhooks_register_points_both_api_families_at_the_receiver(tmp_path: Pa
         assert "no --chave: no Pix webhook is registered" in said
         assert "is plain HTTP" in said
 
+    # The provider gone: the table says which failed, one line what to do, exit 2.
+    gone = run_pixrecon(
+        "webhooks",
+        "register",
+        "--base-url",
+        "https://pix.example.com/",
+        "--chave",
+        DEFAULT_PIX_KEY,
+        cwd=tmp_path,
+        env={**env, "PIXRECON_PROVIDER_RETRY_SECONDS": "0", "PIXRECON_LOG_JSON": "0"},
+    )
+    assert gone.returncode == 2, gone.stderr
+    assert "…" not in gone.stdout  # a URL folded, never cut short
+    errors = [line for line in gone.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, gone.stderr
+    assert "8 of 8 registrations failed" in errors[0]
+    assert "run it again once the provider answers" in errors[0]
+    assert "Traceback" not in gone.stderr
+
 
 def test_events_ignore_and_replay(tmp_path: Path) -> None:
     from migrations.apply import upgrade
