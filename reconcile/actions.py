@@ -38,7 +38,19 @@ def is_refund_ref(ref: str) -> bool:
     return ":" in ref and not ref.startswith((RETURN_REF, CREDIT_REF, UNEXPLAINED_REF))
 
 
-def _about_a_return(status: str, expected: int | None, actual: int | None) -> str:
+STATED_OTHERWISE = "than the provider's API"
+"""How a payout return's reason says that a notification stated another amount than the
+API (``matching/payouts.py``): ``expected`` is then the API's, not the statement's."""
+
+
+def _about_a_return(
+    status: str, expected: int | None, actual: int | None, reason: str | None
+) -> str:
+    if status == "amount_mismatch" and reason is not None and STATED_OTHERWISE in reason:
+        return (
+            f"count the return as the {brl(expected)} the provider's API states, not the "
+            f"{brl(actual)} notified: find out who sent that notification"
+        )
     if status == "missing_webhook":
         return (
             f"ask the provider which payout the {brl(expected)} credited as a return belongs "
@@ -136,7 +148,7 @@ def suggested_action(
     which says when the Pix itemised another amount than the charge's terms."""
     gap = abs((actual or 0) - (expected or 0))
     if subject == "movement" and ref.startswith(RETURN_REF):
-        return _about_a_return(status, expected, actual)
+        return _about_a_return(status, expected, actual, reason)
     if subject == "charge" and reason is not None and ITEMISED_OTHERWISE in reason:
         # Which amount was due is in doubt: asking the payer for more, or giving some
         # back, before the provider answers would act on a figure that may be wrong.

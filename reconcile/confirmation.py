@@ -14,9 +14,16 @@ from sqlalchemy import ColumnElement, Engine, and_, bindparam, func, select, upd
 from sqlmodel import col
 
 from reconcile.db import session_scope, table_of
+from reconcile.handlers.accounts import api_return_cents
 from reconcile.logs import get_logger
 from reconcile.metrics import CONFIRMATIONS
-from reconcile.models import AccountMovement, Confirmation, PixReceived, PixRefund
+from reconcile.models import (
+    AccountMovement,
+    Confirmation,
+    PayoutReturn,
+    PixReceived,
+    PixRefund,
+)
 from reconcile.money import InvalidAmount, parse_amount, to_cents
 from reconcile.payloads.pix import api_pix_items
 from reconcile.payloads.tolerant import read_timestamp
@@ -423,7 +430,9 @@ def confirm_pending_movements(
     limit: int = 100,
 ) -> ConfirmReport:
     """Payouts (TRANSFER, CASHOUT) by idempotency key or endToEndId; credits (RECEIVE) by
-    the QR code API; refunds by the payout they refund, else by the Pix they refund."""
+    the QR code API; refunds by the payout they refund, else by the Pix they refund. The
+    returns a payout's answer lists are the API's word on each (``take_api_returns``)."""
+    returns: dict[str, int] = {}
 
     def lookup(due: Due) -> int | None:
         kind, key, e2e = (due.fields[n] for n in ("type", "idempotency_key", "end_to_end_id"))
@@ -431,6 +440,7 @@ def confirm_pending_movements(
             if not (key or e2e):
                 raise Unverifiable("a payout with neither idempotencyKey nor endToEndId")
             found = payments.get_payment_by_key(key) if key else payments.get_payment(e2e)
+            returns.update(_listed_returns(found))
             stated = found.get("status")
             # A payout is confirmed by its state too: notified as paid, the provider must
             # say so (a notification still PROCESSING may trail the provider).
@@ -448,15 +458,18 @@ def confirm_pending_movements(
                 pix_of(pix, e2e)
                 # The refunded Pix is known; refund amounts are checked by reconciliation.
                 return UNKNOWN_AMOUNT
+            returns.update(_listed_returns(found))
             # A return of a payout: the provider must state the payout returned, or list
             # a return of it. Knowing the payout is not enough, or a forged return of a
             # real payout would count as money back.
             if found.get("status") not in RETURNED and not found.get("refunds"):
                 raise StatusDisagrees(str(found.get("status")))
-            return UNKNOWN_AMOUNT
+            # Each return's amount is then the API's (``take_api_returns``); the payout's
+            # own is checked as a payout's is.
+            return money_cents((found.get("payment") or {}).get("amount"))
         return None
 
-    return confirm_pending(
+    report = confirm_pending(
         engine,
         AccountMovement,
         lookup,
@@ -464,6 +477,40 @@ def confirm_pending_movements(
         extra_columns=("type", "idempotency_key", "end_to_end_id", "status"),
         limit=limit,
     )
+    take_api_returns(engine, returns)
+    return report
+
+
+def _listed_returns(payout: dict[str, Any]) -> dict[str, int]:
+    """The returns the API's answer about a payout lists, by endToEndId, each with what
+    the API stands behind of it; one whose amount cannot be read states nothing."""
+    found = payout.get("refunds")
+    if isinstance(found, dict):  # one return, as some providers send it
+        found = [found]
+    listed: dict[str, int] = {}
+    for entry in found if isinstance(found, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("endToEndId"), str):
+            continue
+        cents = money_cents(entry.get("pixRefundAmount"))
+        if cents != UNKNOWN_AMOUNT:
+            listed[entry["endToEndId"]] = api_return_cents(entry.get("status"), cents) or 0
+    return listed
+
+
+def take_api_returns(engine: Engine, stated: dict[str, int]) -> None:
+    """What the provider's API states each return of a payout was, kept beside what the
+    notifications said (``payout_return.confirmed_amount_cents``): a notification stating a
+    return larger than it was must not count as the API's word, and must be seen."""
+    if not stated:
+        return
+    table = table_of(PayoutReturn)
+    with session_scope(engine) as session:
+        session.execute(
+            update(table)
+            .where(table.c.ref == bindparam("b_ref"))
+            .values(confirmed_amount_cents=bindparam("b_cents")),
+            [{"b_ref": ref, "b_cents": cents} for ref, cents in sorted(stated.items())],
+        )
 
 
 def _devolucoes(pix: dict[str, Any]) -> list[dict[str, Any]]:

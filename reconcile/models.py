@@ -330,7 +330,15 @@ class PayoutReturnBase(SQLModel):
     )
     end_to_end_id: str | None = Field(default=None, max_length=64)
     status: str | None = Field(default=None, max_length=32)
-    amount_cents: int | None = Field(default=None, sa_type=BigInteger)
+    amount_cents: int | None = Field(
+        default=None, sa_type=BigInteger, description="as the latest notification listed it"
+    )
+    confirmed_amount_cents: int | None = Field(
+        default=None,
+        sa_type=BigInteger,
+        description="as the provider's API states it, once a look-up or poll of its payout "
+        "listed it; 0 when the API lists it as not made",
+    )
     returned_at: datetime = Field(
         sa_type=UtcDateTime,
         index=True,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import case, func, literal, literal_column
@@ -185,14 +186,20 @@ def handle_movement(session: Session, item: InboxItem) -> None:
 def _store_returns(session: Session, item: InboxItem, key: str, data: MovementData) -> None:
     """Each return a payout's notification lists, once: a later notification listing it
     again may change its status or amount, never the day it happened nor the item that
-    first brought it (the refunds matcher and the bridge count it on that day)."""
+    first brought it (the refunds matcher and the bridge count it on that day). A poll is
+    the provider's API listing the payout: its amounts are also the API's word
+    (``confirmed_amount_cents``), which a notification never replaces."""
+    polled = item.source == Source.POLL.value
     rows = {
         (r.endToEndId or f"{key}#{n}"): {
             "payout_key": key,
             "ref": r.endToEndId or f"{key}#{n}",
             "end_to_end_id": r.endToEndId,
             "status": r.status,
-            "amount_cents": to_cents(r.pixRefundAmount) if r.pixRefundAmount is not None else None,
+            "amount_cents": _return_cents(r.pixRefundAmount),
+            "confirmed_amount_cents": (
+                api_return_cents(r.status, _return_cents(r.pixRefundAmount)) if polled else None
+            ),
             # Without the provider's time, the day it was first heard of.
             "returned_at": read_timestamp(r.createdAt) or item.received_at,
             "rank": MOVEMENT_RANK.get(r.status or "", 0),
@@ -209,14 +216,32 @@ def _store_returns(session: Session, item: InboxItem, key: str, data: MovementDa
         stmt.on_conflict_do_update(
             index_elements=[table.c.ref],
             set_={
-                name: stmt.excluded[name]
-                for name in ("status", "amount_cents", "rank", "updated_at")
+                **{
+                    name: stmt.excluded[name]
+                    for name in ("status", "amount_cents", "rank", "updated_at")
+                },
+                "confirmed_amount_cents": func.coalesce(
+                    stmt.excluded.confirmed_amount_cents, table.c.confirmed_amount_cents
+                ),
             },
             where=table.c.rank <= stmt.excluded.rank,
         ),
         # One row a return: a statement may not touch the same row twice.
         list(rows.values()),
     )
+
+
+def _return_cents(amount: Decimal | None) -> int | None:
+    return to_cents(amount) if amount is not None else None
+
+
+def api_return_cents(status: str | None, cents: int | None) -> int | None:
+    """What the provider's API stands behind of a return it lists: nothing of one it lists
+    as not made."""
+    return 0 if status in NOT_RETURNED else cents
+
+
+NOT_RETURNED = ("REJECTED", "CANCELED")
 
 
 def handle_cashout(session: Session, item: InboxItem) -> None:

@@ -295,16 +295,20 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
     )
     returns = day_returns(ctx)
     made = or_(returns.c.status.is_(None), returns.c.status.not_in(NOT_PAID))
-    (returned,) = _webhook_and_api(
+    # As notified, and as they count: the API's word once it stated one.
+    notified, counted = _webhook_and_api(
         session,
         returns,
-        [case((made, returns.c.amount_cents), else_=0)],
+        [
+            case((made, returns.c.notified_cents), else_=0),
+            case((made, returns.c.amount_cents), else_=0),
+        ],
         returns.c.inbox_item_id,
         returns.c.confirmation,
     )
     figures["payout_returns"] = (
-        returned_before[0] + returned[0],
-        returned_before[1] + returned[1],
+        returned_before[0] + notified[0],
+        returned_before[1] + counted[1],
     )
     cases = (
         select(F)

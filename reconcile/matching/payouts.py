@@ -73,6 +73,18 @@ def is_payout(M: FromClause) -> ColumnElement[bool]:
 RETURN_REF = actions.RETURN_REF
 """The ``ref`` of a return's verdict: ``return:`` and the return's endToEndId."""
 
+DISPUTED = (
+    Confirmation.UNCONFIRMED_WEBHOOK.value,
+    Confirmation.STATUS_MISMATCH.value,
+    Confirmation.AMOUNT_MISMATCH.value,
+)
+"""A notification of a payout the provider's API denies or contradicts."""
+
+
+def return_cents(X: FromClause) -> ColumnElement[int]:
+    """What a return counts for: the API's word once it stated one, else as notified."""
+    return func.coalesce(X.c.confirmed_amount_cents, X.c.amount_cents)
+
 
 def _returned(ctx: RunContext) -> FromClause:
     """Per payout key, what its returns had given back by the day's end. A key without
@@ -83,7 +95,7 @@ def _returned(ctx: RunContext) -> FromClause:
     return (
         select(
             X.c.payout_key.label("key"),
-            func.sum(case((made, func.coalesce(X.c.amount_cents, 0)), else_=0)).label("cents"),
+            func.sum(case((made, func.coalesce(return_cents(X), 0)), else_=0)).label("cents"),
         )
         .group_by(X.c.payout_key)
         .subquery("returned")
@@ -228,9 +240,33 @@ def _stood_processing(ctx: RunContext) -> FromClause:
     )
 
 
+def _disputed() -> FromClause:
+    """Per payout key, a notification of it the provider's API denies or contradicts:
+    its confirmation, the status and amount it stated. Few rows, found by the
+    confirmation's index, and looked up apart rather than carried through the ranking's
+    sort (``latest_payouts``)."""
+    M = table_of(AccountMovement)
+    key = payout_key(M)
+    return (
+        select(
+            key.label("key"),
+            func.max(M.c.confirmation).label("confirmation"),
+            func.max(M.c.status).label("status"),
+            func.max(M.c.amount_cents).label("cents"),
+        )
+        .where(M.c.confirmation.in_(DISPUTED), is_payout(M))
+        .group_by(key)
+        .subquery("disputed")
+    )
+
+
 def latest_payouts(ctx: RunContext) -> FromClause:
     """The day's payouts, each in its latest known state as of the day's end (the
-    notifications of one payout share its key). A return made after the day's end is
+    notifications of one payout share its key). The state is the latest one the provider's
+    API does not deny or contradict: a rejection (``CASHOUT``) and a settlement
+    (``TRANSFER``) rank alike, and the API says which one holds. A notification it denies
+    or contradicts is never dropped for that: the payout carries it (``disputed``), and
+    its day judges it (``match_payouts``). A return made after the day's end is
     not that day's: its notification is left out, and a payout returned later counts as
     it stood then, settled. A payout seen processing whose outcome came only after the
     day's date lag, and that the statement had not debited by then, stood processing:
@@ -243,6 +279,7 @@ def latest_payouts(ctx: RunContext) -> FromClause:
     later = _over_later(ctx)
     heard_late = _first_heard_late(ctx)
     scheduled = and_(ctx.within(M.c.provider_created_at), M.c.moved_at >= ctx.end)
+    disputed = case((M.c.confirmation.in_(DISPUTED), 1), else_=0)
     ranked = (
         select(
             key.label("key"),
@@ -255,11 +292,16 @@ def latest_payouts(ctx: RunContext) -> FromClause:
             M.c.updated_at,
             ctx.within(payout_time(M)).label("own_day"),
             scheduled.label("scheduled"),
-            func.row_number().over(partition_by=key, order_by=M.c.rank.desc()).label("nth"),
+            # Ties broken by the row written last, so that both engines keep the same one.
+            func.row_number()
+            .over(partition_by=key, order_by=(disputed.asc(), M.c.rank.desc(), M.c.id.desc()))
+            .label("nth"),
             # What the payout was for, as the API confirmed it, else as any notification of
             # it stated: a rejection (a CASHOUT) seldom repeats the amount, and finance must
-            # see what did not go out.
-            func.max(func.coalesce(M.c.confirmed_amount_cents, M.c.amount_cents))
+            # see what did not go out. Not as a notification the API contradicts states it.
+            func.max(
+                case((disputed == 0, func.coalesce(M.c.confirmed_amount_cents, M.c.amount_cents)))
+            )
             .over(partition_by=key)
             .label("stated_cents"),
         )
@@ -277,6 +319,7 @@ def latest_payouts(ctx: RunContext) -> FromClause:
         .subquery("ranked")
     )
     r = ranked
+    flagged = _disputed()
     kept_apart = and_(r.c.status.in_(RETURNED), r.c.returned.is_not(None))
     # Looked up apart, among the few rows with an outcome seen late: carried through the
     # ranking's sort, its columns made that sort spill to disk.
@@ -295,7 +338,7 @@ def latest_payouts(ctx: RunContext) -> FromClause:
                 else_=r.c.status,
             ).label("status"),
             r.c.amount_cents,
-            r.c.stated_cents,
+            func.coalesce(r.c.stated_cents, r.c.amount_cents).label("stated_cents"),
             func.coalesce(r.c.returned, r.c.refunded_cents).label("refunded_cents"),
             r.c.confirmation,
             r.c.inbox_item_id,
@@ -304,26 +347,34 @@ def latest_payouts(ctx: RunContext) -> FromClause:
             r.c.returned.is_not(None).label("returns_apart"),
             func.coalesce(r.c.scheduled, False).label("scheduled"),
             r.c.own_day,
+            # A notification of it the API denies or contradicts, when its state is another.
+            flagged.c.confirmation.label("disputed"),
+            flagged.c.status.label("disputed_status"),
+            flagged.c.cents.label("disputed_cents"),
         )
+        .select_from(r.outerjoin(flagged, flagged.c.key == r.c.key))
         .where(r.c.nth == 1)
         .subquery("m")
     )
 
 
 def day_returns(ctx: RunContext) -> FromClause:
-    """The payout returns made in the day, each with the confirmation of its payout's
-    latest notification: the provider stands behind a return when it stands behind the
-    payout's state that lists it."""
+    """The payout returns made in the day: as notified (``notified_cents``), and as they
+    count (``amount_cents``: the API's word once it stated one). The provider stands
+    behind a return its API listed; else when it stands behind the payout's latest state
+    that lists it (of two alike, the one it disputes: what it does not stand behind does
+    not count)."""
     X, M = table_of(PayoutReturn), table_of(AccountMovement)
     key = payout_key(M)
     today = ctx.within(X.c.returned_at)
+    disputed = case((M.c.confirmation.in_(DISPUTED), 1), else_=0)
     states = (
         select(
             key.label("key"),
             M.c.confirmation,
             M.c.updated_at,
             func.row_number()
-            .over(partition_by=key, order_by=(M.c.rank.desc(), M.c.id.desc()))
+            .over(partition_by=key, order_by=(M.c.rank.desc(), disputed.desc(), M.c.id.desc()))
             .label("nth"),
         )
         .where(is_payout(M), key.in_(select(X.c.payout_key).where(today)))
@@ -334,15 +385,55 @@ def day_returns(ctx: RunContext) -> FromClause:
             X.c.ref,
             func.coalesce(X.c.end_to_end_id, X.c.ref).label("e2e"),
             X.c.status,
-            X.c.amount_cents,
+            X.c.amount_cents.label("notified_cents"),
+            return_cents(X).label("amount_cents"),
+            X.c.confirmed_amount_cents.label("api_cents"),
             X.c.inbox_item_id,
-            states.c.confirmation,
+            case(
+                (X.c.confirmed_amount_cents.is_not(None), Confirmation.CONFIRMED.value),
+                else_=states.c.confirmation,
+            ).label("confirmation"),
             states.c.updated_at,
         )
         .select_from(X.outerjoin(states, and_(states.c.key == X.c.payout_key, states.c.nth == 1)))
         .where(today)
         .subquery("x")
     )
+
+
+def _contradicted(confirmation: ColumnElement[str], status: ColumnElement[str]) -> list[Verdict]:
+    """A notification whose outcome the provider's API contradicts (``STATUS_MISMATCH``),
+    in words of what each said: the notification's ``status`` is what it claimed."""
+    mismatch = confirmation == Confirmation.STATUS_MISMATCH.value
+    return [
+        (
+            and_(mismatch, status.in_(RETURNED)),
+            "status_mismatch",
+            True,
+            "a notification said this payout came back, but the provider's API does not "
+            "(possible forgery): no return of it counts unless the API lists it",
+        ),
+        (
+            and_(mismatch, status.in_(PAID_OUT)),
+            "status_mismatch",
+            True,
+            "the provider's API says this payout was not paid out (rejected or canceled), but "
+            "a notification said it was settled (possible forgery): do not count it",
+        ),
+        (
+            and_(mismatch, status.in_(NOT_PAID)),
+            "status_mismatch",
+            True,
+            "the provider's API says this payout was paid out, but a notification said it was "
+            "rejected or canceled (possible forgery)",
+        ),
+        (
+            mismatch,
+            "status_mismatch",
+            True,
+            "the provider's API states another outcome than a notification (possible forgery)",
+        ),
+    ]
 
 
 def match_payouts(session: Session, ctx: RunContext) -> None:
@@ -376,6 +467,9 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
     pending = m.c.confirmation == Confirmation.PENDING.value
     moves_money = m.c.status.in_(PAID_OUT)
     not_paid = and_(m.c.status.in_(NOT_PAID), ~booked, m.c.key.is_not(None))
+    # Judged by a notification the API disputes while its state is another: what that
+    # notification claimed, against what the statement debited.
+    flagged = and_(m.c.disputed.is_not(None), m.c.confirmation.not_in(DISPUTED))
     verdicts: list[Verdict] = [
         (carried_in, "settled", False, "paid out the day before and debited today (carried in)"),
         (
@@ -409,11 +503,23 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
             True,
             "the provider states another amount than the notification",
         ),
+        *_contradicted(m.c.confirmation, m.c.status),
+        # Its state is one the API stands behind, and a notification of it the API
+        # denies or contradicts is the day's all the same.
+        *_contradicted(m.c.disputed, m.c.disputed_status),
         (
-            m.c.confirmation == Confirmation.STATUS_MISMATCH.value,
+            m.c.disputed == Confirmation.AMOUNT_MISMATCH.value,
+            "amount_mismatch",
+            True,
+            "a notification of this payout states another amount than the provider's API "
+            "(possible forgery): only the API's counts",
+        ),
+        (
+            m.c.disputed == Confirmation.UNCONFIRMED_WEBHOOK.value,
             "status_mismatch",
             True,
-            "the provider states another outcome than the notification",
+            "a notification of this payout that the provider's API does not stand behind "
+            "(possible forgery): only the state the API states counts",
         ),
         (
             and_(m.c.status.in_(NOT_PAID), booked),
@@ -467,8 +573,13 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         "settled and debited",
         default_status="settled",
         # A payout that did not go out: what it was for, and nothing moved.
-        expected=case((not_paid, m.c.stated_cents), else_=s.c.cents),
-        actual=case((not_paid, literal(0, BigInteger)), else_=m.c.amount_cents),
+        expected=case((flagged, s.c.cents), (not_paid, m.c.stated_cents), else_=s.c.cents),
+        actual=case(
+            # A rejection seldom states an amount: then the payout's own.
+            (flagged, func.coalesce(m.c.disputed_cents, m.c.amount_cents)),
+            (not_paid, literal(0, BigInteger)),
+            else_=m.c.amount_cents,
+        ),
         # How its latest state came: a payout whose notifications were lost is polled.
         source=source_of(
             func.coalesce(inbox.c.webhook_count, 0), func.coalesce(inbox.c.poll_count, 0)
@@ -509,6 +620,9 @@ def match_payout_returns(session: Session, ctx: RunContext) -> None:
     polls = func.coalesce(inbox.c.poll_count, 0)
     booked = s.c.key.is_not(None)
     pending = x.c.confirmation == Confirmation.PENDING.value
+    # What the notification said the return gave back, against what the API states.
+    notified = case((x.c.status.in_(NOT_PAID), 0), else_=x.c.notified_cents)
+    contradicted = and_(x.c.api_cents.is_not(None), notified != x.c.api_cents)
     verdicts: list[Verdict] = [
         (
             carried_in,
@@ -528,6 +642,14 @@ def match_payout_returns(session: Session, ctx: RunContext) -> None:
             "missing_webhook",
             True,
             "credited in the statement as a payout return, but no return was notified or polled",
+        ),
+        (
+            contradicted,
+            "amount_mismatch",
+            True,
+            "a notification states another amount for this payout return "
+            + actions.STATED_OTHERWISE
+            + " (possible forgery): only the API's amount counts",
         ),
         (
             or_(
@@ -594,8 +716,9 @@ def match_payout_returns(session: Session, ctx: RunContext) -> None:
         joined,
         verdicts,
         "a payout return, notified and credited",
-        expected=s.c.cents,
-        actual=x.c.amount_cents,
+        # Contradicted: what the API states, against what was notified.
+        expected=case((contradicted, x.c.api_cents), else_=s.c.cents),
+        actual=case((contradicted, notified), else_=x.c.amount_cents),
         source=source_of(webhooks, polls),
         inbox_item_id=x.c.inbox_item_id,
         statement_id=s.c.sid,

@@ -1,0 +1,156 @@
+"""A notification of a payout, or of its returns, that the provider's API contradicts is
+never silently dropped, and never counts: the API's word is what the day counts, and the
+notification is the day's exception (a possible forgery). On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from reconcile.cases import case_rows
+from reconcile.confirmation import confirm_pending_movements
+from reconcile.db import session_scope
+from reconcile.matching.judgement import DayVerdict
+from reconcile.models import Source
+from reconcile.nightly import NightlyResult, reconcile_day
+from reconcile.payloads.accounts import accounts_items
+from reconcile.provider.errors import NotFound
+from reconcile.timeutil import business_day_bounds
+from tests.reconcile.day_book import DayBook, reais, verdicts_of
+
+PAST = date(2026, 3, 10)
+AFTER = business_day_bounds(PAST)[1] + timedelta(hours=2)
+REJECTED_E2E = "E11111111202603101000rejected001"
+PAYOUT_E2E = "E11111111202603101100returned001"
+RETURN_E2E = "D22222222202603101500returned001"
+
+
+class _Provider:
+    """The accounts API, answering with the payouts it holds by key and by endToEndId."""
+
+    def __init__(self, *payouts: dict[str, Any]) -> None:
+        self.payouts = payouts
+
+    def get_payment_by_key(self, key: str) -> dict[str, Any]:
+        return self._find("idempotencyKey", key)
+
+    def get_payment(self, end_to_end_id: str) -> dict[str, Any]:
+        return self._find("endToEndId", end_to_end_id)
+
+    def _find(self, field: str, value: str) -> dict[str, Any]:
+        for payout in self.payouts:
+            if payout.get(field) == value:
+                return payout
+        raise NotFound(value)
+
+
+def _bridge(result: NightlyResult, category: str) -> tuple[int, int, int]:
+    rows = result.summary["bridge"]["categories"]
+    row = next(row for row in rows if row["category"] == category)
+    return row["webhook_cents"], row["api_cents"], row["statement_cents"]
+
+
+def _confirm(engine: Engine, provider: _Provider) -> None:
+    report = confirm_pending_movements(engine, provider, None, grace=timedelta(0))
+    assert not report.interrupted
+    assert not report.failed
+
+
+@pytest.mark.parametrize("first", ["rejection", "settlement"])
+def test_a_rejected_payout_notified_as_settled_is_a_break(engine: Engine, first: str) -> None:
+    """Its rejection (``CASHOUT``) and a settlement (``TRANSFER``) rank alike: whichever
+    came first, and whichever engine sorts them, the API's rejection is the payout's
+    state and the settlement it contradicts is the day's exception, with its amount."""
+    book = DayBook(engine, PAST)
+    paid = book.payout_data("po-ok", 8_000, "09:00")
+    book.transfer(paid)
+    book.line("PIX_PAYMENT", 8_000, "09:01", credit=False, idempotencyKey="po-ok")
+    rejection = accounts_items(
+        {
+            "type": "CASHOUT",
+            "data": {
+                "status": "REJECTED",
+                "createdAt": book.at("10:00").isoformat(),
+                "endToEndId": REJECTED_E2E,
+                "idempotencyKey": "po-rej",
+                "message": "Payment rejected",
+            },
+            "errorCode": "AC03",
+        }
+    )
+    settlement = accounts_items(
+        {
+            "type": "TRANSFER",
+            "data": book.payout_data("po-rej", 6_000, "10:00", endToEndId=REJECTED_E2E),
+        }
+    )
+    for items in (rejection, settlement) if first == "rejection" else (settlement, rejection):
+        book._store(items, Source.WEBHOOK)
+    api = book.payout_data("po-rej", 6_000, "10:00", endToEndId=REJECTED_E2E)
+    _confirm(engine, _Provider(paid, {**api, "status": "REJECTED", "errorCode": "AC03"}))
+
+    result = reconcile_day(engine, PAST, now=AFTER)
+    payout = verdicts_of(engine, result)[("payout", "po-rej")]
+    assert (payout.status, payout.exception) == ("status_mismatch", True)
+    assert "API says this payout was not paid out" in payout.reason
+    assert "possible forgery" in payout.reason
+    # What the notification claimed went out, and nothing the statement debited.
+    assert (payout.expected_cents, payout.actual_cents) == (None, 6_000)
+    assert result.verdict == DayVerdict.BREAKS
+    # Money the API says never went out is no payout in the API's column.
+    assert _bridge(result, "payouts")[1:] == (8_000, 8_000)
+    assert _action(engine, "po-rej") == (
+        "check the status of the payout of R$ 60,00 with the provider before paying again"
+    )
+
+
+def _action(engine: Engine, ref: str) -> str:
+    with session_scope(engine) as session:
+        return str(
+            next(case["action"] for case in case_rows(session, day=PAST) if case["ref"] == ref)
+        )
+
+
+def _payout_with_returns(book: DayBook, status: str, returned: int) -> dict[str, Any]:
+    data = book.payout_data("po-ret", 4_000, "11:00", endToEndId=PAYOUT_E2E)
+    listed = {
+        "endToEndId": RETURN_E2E,
+        "status": "LIQUIDATED",
+        "pixRefundAmount": reais(returned),
+        "createdAt": book.at("15:00").isoformat(),
+    }
+    return {**data, "status": status, "refunds": [listed]}
+
+
+def test_a_return_notified_larger_than_the_api_states_counts_the_apis(engine: Engine) -> None:
+    book = DayBook(engine, PAST)
+    book.transfer(book.payout_data("po-ret", 4_000, "11:00", endToEndId=PAYOUT_E2E))
+    book.line("PIX_PAYMENT", 4_000, "11:01", credit=False, idempotencyKey="po-ret")
+    real = _payout_with_returns(book, "PARTIALLY_REFUNDED", 1_000)
+    book._store(accounts_items({"type": "REFUND", "data": real}), Source.WEBHOOK)
+    book.line("PIX_PAYMENT_REFUND", 1_000, "15:01", credit=True, endToEndId=RETURN_E2E)
+    provider = _Provider(real)
+    _confirm(engine, provider)
+    # The same return, notified again as R$ 40,00 and the payout as returned in full.
+    forged = _payout_with_returns(book, "REFUNDED", 4_000)
+    book._store(accounts_items({"type": "REFUND", "data": forged}), Source.WEBHOOK)
+    _confirm(engine, provider)
+
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = verdicts_of(engine, result)
+    returned = verdicts[("movement", "return:" + RETURN_E2E)]
+    assert (returned.status, returned.exception) == ("amount_mismatch", True)
+    assert "provider's API" in returned.reason
+    assert (returned.expected_cents, returned.actual_cents) == (1_000, 4_000)
+    # The notification as told, the API's figure as it states it, the statement's credit.
+    assert _bridge(result, "payout_returns") == (4_000, 1_000, 1_000)
+    # R$ 30,00 of it is still out, as the API states.
+    assert verdicts[("payout", "po-ret")].status == "partially_refunded"
+    assert result.verdict == DayVerdict.BREAKS
+    assert _action(engine, "return:" + RETURN_E2E) == (
+        "count the return as the R$ 10,00 the provider's API states, not the R$ 40,00 "
+        "notified: find out who sent that notification"
+    )
