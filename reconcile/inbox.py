@@ -92,11 +92,13 @@ class NewItem:
 # first copy whose amount could not be read and a retry whose amount can): the first stays
 # the item, as for every repeat, and is flagged; both deliveries keep their bodies. Only
 # the amount is compared: a Pix sent again with its refunds, or a status written otherwise,
-# is the same money.
+# is the same money. An accounts notification also states its payout and Pix, and a MED
+# case its outcome (``_accounts_stated``).
 CONFLICTING_REPEAT = ItemWarning(
     "/",
-    "one amount per key: a later delivery carried this key with another amount (the first "
-    "is kept, both deliveries' bodies are stored)",
+    "one amount per key: a later delivery carried this key with another amount (or, from "
+    "the accounts API, another idempotencyKey, endToEndId or MED outcome; the first is "
+    "kept, both deliveries' bodies are stored)",
 )
 _CONFLICT_MARK = "a later delivery carried this key with another amount"
 _AMOUNT_AT: dict[str, tuple[str, ...]] = {
@@ -105,9 +107,62 @@ _AMOUNT_AT: dict[str, tuple[str, ...]] = {
 }
 
 
+# Accounts notifications are keyed by the provider's id and status: what else one states
+# and a repeat must state alike — the money, the Pix it moved by, the payout it is for,
+# and a MED case's outcome. Timestamps and free text are left out: a redelivery may
+# carry them anew.
+_ACCOUNTS_COMPARED = (
+    ItemKind.ACCOUNTS_TRANSFER.value,
+    ItemKind.ACCOUNTS_RECEIVE.value,
+    (ItemKind.ACCOUNTS_REFUND.value),
+    ItemKind.ACCOUNTS_CASHOUT.value,
+    ItemKind.ACCOUNTS_INFRACTION.value,
+)
+_ACCOUNTS_STATED = ("idempotencyKey", "endToEndId", "analysisResult")
+_ACCOUNTS_AMOUNTS = ("amount", "debitedAmount", "pixRefundAmount")
+
+
+def _money(value: Any) -> str:
+    try:
+        return str(parse_amount(value))
+    except (ValueError, TypeError):  # InvalidAmount among them
+        return repr(value)
+
+
+def _accounts_stated(payload: Any) -> str | None:
+    inner = next(
+        (
+            payload[slot]
+            for slot in ("data", "payload")
+            if isinstance(payload, dict) and slot in payload
+        ),
+        None,
+    )
+    if not isinstance(inner, dict):
+        return None
+    parts = [f"{name}={inner.get(name)!r}" for name in _ACCOUNTS_STATED]
+    parts += [f"{name}={_money(inner[name])}" for name in _ACCOUNTS_AMOUNTS if name in inner]
+    payment = inner.get("payment")
+    if isinstance(payment, dict) and "amount" in payment:
+        parts.append(f"payment={_money(payment['amount'])}")
+    refunds = inner.get("refunds")
+    for refund in refunds if isinstance(refunds, list) else [refunds] if refunds else []:
+        if isinstance(refund, dict):
+            parts.append(
+                f"refund={refund.get('endToEndId')!r}:{_money(refund.get('pixRefundAmount'))}"
+            )
+    return "|".join(parts)
+
+
 def _stated_amount(item: NewItem) -> str | None:
-    """The amount an item states, as one text whatever its notation; ``None`` for a kind
-    whose repeats are not compared."""
+    """The amount an item states, as one text whatever its notation (for an accounts
+    notification, what ``_accounts_stated`` compares); ``None`` for a kind whose repeats
+    are not compared."""
+    if item.kind in _ACCOUNTS_COMPARED:
+        try:
+            return _accounts_stated(json.loads(item.payload, parse_float=Decimal))
+        except ValueError:
+            return None
     path = _AMOUNT_AT.get(item.kind)
     if path is None:
         return None

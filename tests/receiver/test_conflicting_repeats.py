@@ -102,3 +102,58 @@ def test_a_pix_first_sent_without_its_amount_is_flagged_when_it_comes(
     _post(running_node, _pix(e2e, "50.00"))
     running_node.wait_processed()
     assert len(_flags(_item(running_node, e2e))) == 1
+
+
+def _accounts(node: RunningNode, data: dict[str, Any], kind: str = "TRANSFER") -> Any:
+    body = {"type": kind, "data": data}
+    answer = node.http.post("/webhooks/accounts", json=body, headers=HEADERS)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def _accounts_item(node: RunningNode, key: str) -> InboxItem:
+    with session_scope(node.node.engine) as session:
+        found = session.execute(select(InboxItem).where(col(InboxItem.key) == key))
+        item: InboxItem = found.scalar_one()
+        return item
+
+
+def test_an_accounts_repeat_that_states_other_money_or_another_outcome_is_flagged(
+    running_node: RunningNode,
+) -> None:
+    """A provider's id is one movement: a delivery under the same id and status for another
+    payout, another amount or, for a MED case, another outcome is no repeat of it."""
+    payout = {
+        "id": 4711,
+        "idempotencyKey": "po-supplier-101",
+        "endToEndId": e2e_id(),
+        "status": "LIQUIDATED",
+        "createdAt": "2026-11-27T10:00:00.000-03:00",
+        "payment": {"currency": "BRL", "amount": 300.00},
+    }
+    _accounts(running_node, payout)
+    # The same notification again, its amount written otherwise and a time added: a repeat.
+    _accounts(
+        running_node,
+        {**payout, "payment": {"currency": "BRL", "amount": "300.0"}, "sentAt": "later"},
+    )
+    key = "accounts:TRANSFER:4711:LIQUIDATED"
+    assert _flags(_accounts_item(running_node, key)) == []
+    other = {**payout, "idempotencyKey": "po-supplier-001", "payment": {"amount": 800.00}}
+    again = _accounts(running_node, other)
+    assert (again["new"], again["duplicates"]) == (0, 1)
+    assert len(_flags(_accounts_item(running_node, key))) == 1
+
+    case = {
+        "id": "inf-1",
+        "status": "CLOSED",
+        "analysisResult": "DISAGREED",
+        "amount": 20.00,
+        "endToEndId": e2e_id(),
+    }
+    _accounts(running_node, case, "INFRACTION")
+    _accounts(
+        running_node, {**case, "analysisResult": "AGREED", "debitedAmount": 20.00}, "INFRACTION"
+    )
+    running_node.wait_processed()
+    assert len(_flags(_accounts_item(running_node, "accounts:INFRACTION:inf-1:CLOSED"))) == 1
