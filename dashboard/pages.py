@@ -74,6 +74,10 @@ def _day(text: str | None, fallback: Callable[[], date]) -> date:
     return day
 
 
+# What a verdict is about (docs/design.md §5): anything else in the address is a typo.
+SUBJECTS = ("movement", "charge", "payout", "infraction", "statement", "recurrence")
+
+
 def _choice(value: str | None, choices: Sequence[object], default: str, name: str) -> str:
     """A filter a person mistyped must not quietly show another list."""
     if value is None or value == "":
@@ -154,7 +158,7 @@ def routes(dash: Dashboard) -> list[BaseRoute]:
         page = _page(params.get("page"))
         query = CaseQuery(
             state=_choice(params.get("state"), list(STATE_FILTERS), "remaining", "state"),
-            subject=params.get("subject") or None,
+            subject=_choice(params.get("subject"), SUBJECTS, "", "subject") or None,
             status=params.get("status") or None,
             day=_day(day_text, date.today) if day_text else None,
             sort=_choice(params.get("sort"), SORTS, "priority", "sort order"),

@@ -567,7 +567,9 @@ class ReconciliationRun(SQLModel, table=True):
 
 
 class ReconciliationItemBase(SQLModel):
-    subject: str = Field(max_length=16, description="movement, charge, payout or infraction")
+    subject: str = Field(
+        max_length=16, description="movement, charge, payout, infraction, statement or recurrence"
+    )
     ref: str = Field(max_length=120, description="endToEndId, rtrId, txid, key or case id")
     status: str = Field(max_length=32, description="docs/design.md §5 vocabulary")
     exception: bool = Field(default=False, description="a person must look at it")

@@ -139,12 +139,14 @@ def test_what_cannot_exist_answers_an_error_page_never_a_500(
         "recent?days=5",
         "exceptions?state=resolvd",
         "exceptions?sort=xyz",
+        "exceptions?subject=nonsense",
         "exceptions?page=abc",
         "exceptions?page=-1",
     ]:
         answer = client.get(f"/dashboard/{query}")
         assert answer.status_code == 400, (query, answer.text[:300])
     assert "one of remaining" in client.get("/dashboard/exceptions?state=resolvd").text
+    assert client.get("/dashboard/exceptions?subject=charge").status_code == 200
     # The pages still answer afterwards, on the same connection pool.
     assert client.get(f"/dashboard/exceptions/{case_id}").status_code == 200
 
