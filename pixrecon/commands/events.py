@@ -68,11 +68,10 @@ def events(
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    table = Table("id", "source", "kind")
-    # Folded, never cut: the key is what a person searches for next.
-    table.add_column("key", overflow="fold")
-    for name in ("status", "dup", "warn"):
-        table.add_column(name)
+    # Folded, never cut: the key (and a kind) is what a person searches for next.
+    table = Table()
+    for name in ("id", "source", "kind", "key", "status", "dup", "warn"):
+        table.add_column(name, overflow="fold")
     _time_column(table)
     for row in rows:
         table.add_row(
@@ -267,7 +266,10 @@ def events_replay(
         sys.stdout.write(json.dumps(body, indent=2) + "\n")
         return
 
-    table = Table("id", "kind", "key", "status before", "received (São Paulo)")
+    table = Table()
+    for name in ("id", "kind", "key", "status before"):
+        table.add_column(name, overflow="fold")
+    _time_column(table)
     for item in result.chosen:
         table.add_row(str(item.id), item.kind, item.key, item.status, sp_time(item.received_at))
     if result.chosen:
