@@ -56,6 +56,13 @@ class Confirmation(enum.StrEnum):
         """The confirmations under which a movement's money counts."""
         return (cls.CONFIRMED.value, cls.NOT_REQUIRED.value)
 
+    @classmethod
+    def stated(cls) -> tuple[str, ...]:
+        """The confirmations under which some amount of a movement counts: the counted
+        ones, at the notified amount, and ``amount_mismatch``, at the amount the API
+        states (``confirmed_amount_cents``): the API's amount replaces the webhook's."""
+        return (*cls.counted(), cls.AMOUNT_MISMATCH.value)
+
 
 class CaseState(enum.StrEnum):
     """Where a person's work on an exception case stands."""

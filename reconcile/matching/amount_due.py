@@ -30,8 +30,9 @@ from reconcile.timeutil import BUSINESS_TZ, as_utc, next_weekday
 
 log = get_logger(__name__)
 
-# Pix whose money counts, as in the charges matcher.
-COUNTED: Final = Confirmation.counted()
+# The Pix that pay a charge: as the charges matcher counts them (one the API knows with
+# another amount pays too, by the amount it states).
+COUNTED: Final = Confirmation.stated()
 HUNDRED: Final = Decimal(100)
 # Day counts for rates per month and per year: the commercial month (30 days) and year
 # (360 days) for calendar days, and Brazil's 252 business days a year (21 a month).
@@ -233,11 +234,12 @@ def _fixed_date_discount(raw: object, paid_on: date) -> Decimal | None:
 
 def record_amounts_due(session: Session, start: datetime, end: datetime) -> int:
     """Set ``amount_due_cents`` of every ``cobv`` with terms that a counted Pix (confirmed,
-    or needing no confirmation) paid within ``[start, end)`` (by ``horario``, else the
-    time it was recorded): the amount due on the São Paulo date of the first counted Pix
-    with its txid, which is the payment that settled it. Returns how many it set; a charge
-    whose terms cannot be read keeps ``amount_due_cents`` null (it is then judged against
-    its original amount) and is logged."""
+    needing no confirmation, or known to the API with another amount) paid within
+    ``[start, end)`` (by ``horario``, else the time it was recorded): the amount due on
+    the São Paulo date of the first counted Pix with its txid, which is the payment that
+    settled it. Returns how many it set; a charge whose terms cannot be read keeps
+    ``amount_due_cents`` null (it is then judged against its original amount) and is
+    logged."""
     E, P = table_of(ExpectedPayment), table_of(PixReceived)
     when = func.coalesce(P.c.horario, P.c.created_at)
     paid_in_window = select(P.c.txid).where(

@@ -203,23 +203,34 @@ def _webhook_and_api(
     amounts: list[ColumnElement[Any]],
     inbox_id: ColumnElement[Any],
     confirmation: ColumnElement[Any],
+    stated: ColumnElement[Any] | None = None,
 ) -> list[tuple[int, int]]:
     """Per amount of ``rows``: what was notified by webhook and what the API stands
     behind, all read in one pass over the rows and their items. The API stands behind a
     row it confirmed, or listed when polled; a notification trusted without a look-up
     (``PIXRECON_CONFIRM_POLICY=none``) counts in the day's verdicts, by that choice, but
-    is not the API's word, and the API column must not say it is."""
+    is not the API's word, and the API column must not say it is. ``stated`` (with one
+    amount): what the API states for a row it knows with another amount
+    (``amount_mismatch``); the API column counts that, as the matchers do, not the
+    notified amount nor nothing."""
     inbox = table_of(InboxItem)
     counted = or_(
         confirmation == Confirmation.CONFIRMED.value,
         and_(confirmation == Confirmation.NOT_REQUIRED.value, inbox.c.poll_count > 0),
     )
+    disputed = confirmation == Confirmation.AMOUNT_MISMATCH.value
+
+    def api(amount: ColumnElement[Any]) -> ColumnElement[Any]:
+        if stated is None:
+            return case((counted, amount), else_=0)
+        return case((counted, amount), (disputed, stated), else_=0)
+
     sums = session.execute(
         select(
             *(
-                func.sum(case((condition, amount), else_=0))
+                func.sum(figure)
                 for amount in amounts
-                for condition in (inbox.c.webhook_count > 0, counted)
+                for figure in (case((inbox.c.webhook_count > 0, amount), else_=0), api(amount))
             )
         ).select_from(rows.outerjoin(inbox, items_of(session, inbox, inbox_id)))
     ).one()
@@ -261,7 +272,12 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
 
     pix = select(P).where(ctx.within(pix_time(P))).subquery()
     (figures["pix_received"],) = _webhook_and_api(
-        session, pix, [pix.c.amount_cents], pix.c.inbox_item_id, pix.c.confirmation
+        session,
+        pix,
+        [pix.c.amount_cents],
+        pix.c.inbox_item_id,
+        pix.c.confirmation,
+        stated=pix.c.confirmed_amount_cents,
     )
     refunds = select(R).where(ctx.within(refund_time(R)), R.c.status == "DEVOLVIDO").subquery()
     med = refunds.c.natureza.in_(MED_NATURES)

@@ -1,5 +1,6 @@
 """Expected payments (charges) of the day against the Pix paid for them, by txid. Only
-money the API stands behind (confirmed) counts as paid."""
+money the API stands behind (confirmed) counts as paid: a Pix the API knows with another
+amount than notified pays what the API states."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from reconcile.matching.movements import pix_time, refund_time
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import Confirmation, ExpectedPayment, PixReceived, PixRefund
 
-COUNTED = Confirmation.counted()
+STATED = Confirmation.stated()
 
 
 def match_charges(session: Session, ctx: RunContext) -> None:
@@ -66,8 +67,14 @@ def match_charges(session: Session, ctx: RunContext) -> None:
     # charges against every Pix of every day the table keeps. ``LATERAL … OFFSET 0``
     # keeps it a lookup there; SQLite joins row by row through the index anyway (and has
     # no ``LATERAL``).
+    # The API's amount where it states another than the notification (docs/design.md
+    # §1.5), as the movements matcher counts the Pix: the charge is paid by that.
+    paying = case(
+        (P.c.confirmation == Confirmation.AMOUNT_MISMATCH.value, P.c.confirmed_amount_cents),
+        else_=P.c.amount_cents,
+    )
     by_txid = select(
-        P.c.end_to_end_id, P.c.amount_cents, P.c.confirmation, P.c.inbox_item_id
+        P.c.end_to_end_id, paying.label("amount_cents"), P.c.confirmation, P.c.inbox_item_id
     ).where(pix_time(P) < ctx.end)
     found: FromClause
     if dialect_of(session) == "postgresql":
@@ -94,7 +101,7 @@ def match_charges(session: Session, ctx: RunContext) -> None:
             func.sum(charged.c.amount_cents).label("cents"),
             func.min(charged.c.inbox_item_id).label("item"),
         )
-        .where(charged.c.confirmation.in_(COUNTED))
+        .where(charged.c.confirmation.in_(STATED))
         .group_by(charged.c.txid)
         .subquery("paid")
     )

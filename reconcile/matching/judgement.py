@@ -146,7 +146,7 @@ def annotate_priorities(session: Session, ctx: RunContext) -> None:
             items.c.status.in_(("overpaid", "paid_twice")),
             # Paid twice in parts that add up to no more than was due: nothing goes back.
             items.c.actual_cents > items.c.expected_cents,
-            P.c.confirmation.in_(Confirmation.counted()),
+            P.c.confirmation.in_(Confirmation.stated()),
             paid_at < ctx.end,
         )
     ).all()

@@ -116,6 +116,42 @@ def test_the_net_of_a_pix_is_only_money_the_provider_stands_behind(engine: Engin
     assert (net[agreed], net[forged], net[disputed], net[waiting]) == (1_000, None, 3_500, None)
 
 
+def test_a_pix_notified_with_another_amount_counts_as_the_api_states_it(engine: Engine) -> None:
+    """The API's amount replaces the webhook's (docs/design.md §1.5): the bridge's API
+    column counts the money the API stands behind, not nothing, and the charge the Pix
+    paid is judged by that amount, as the movements matcher judges the Pix itself."""
+    book = DayBook(engine, PAST)
+    txid = "orderpaidwithanotheramount0001"
+    book.charge("cob", txid, 4_500, "08:00", expiracao=86_400)
+    other = book.pix(10_000, "09:00")
+    inflated = book.pix(450_000, "10:00", polled=False, txid=txid)
+    book.confirm_all_pix()
+    with session_scope(engine) as session:
+        session.execute(
+            update(PixReceived)
+            .where(col(PixReceived.end_to_end_id) == inflated)
+            .values(confirmation=Confirmation.AMOUNT_MISMATCH.value, confirmed_amount_cents=4_500)
+        )
+    book.line("PIX_RECEIVED", 10_000, "09:01", credit=True, endToEndId=other)
+    book.line("PIX_RECEIVED", 4_500, "10:01", credit=True, endToEndId=inflated)
+
+    result = reconcile_day(engine, PAST, now=AFTER)
+
+    bridge = result.summary["bridge"]["categories"]
+    row = next(r for r in bridge if r["category"] == "pix_received")
+    assert (row["webhook_cents"], row["api_cents"], row["statement_cents"]) == (
+        460_000,
+        14_500,
+        14_500,
+    )
+    assert row["difference_cents"] == 0
+    assert result.summary["totals"]["credits"]["api"] == 14_500
+    verdicts = verdicts_of(engine, result)
+    assert verdicts[("movement", inflated)].status == "amount_mismatch"
+    charge = verdicts[("charge", f"cob:{txid}")]
+    assert (charge.status, charge.expected_cents, charge.actual_cents) == ("paid", 4_500, 4_500)
+
+
 def test_a_refund_debited_that_nobody_notified_is_asked_about_not_given_back() -> None:
     action = suggested_action(
         "movement", "missing_webhook", 4_000, None, ref="D99999008202603110300refundlate1"
