@@ -528,9 +528,12 @@ FROM bench_infraction AS f
 
 INSERT_INFRACTION = """
 INSERT INTO infraction (infraction_id, status, amount_cents, debited_cents, provider_updated_at,
-    rank, inbox_item_id, updated_at)
+    rank, inbox_item_id, updated_at, confirmation, confirmed_debited_cents)
 SELECT f.infraction_id, f.status, f.amount, f.debited_cents, f.at, f.rank, :base + f.k,
-       f.at + interval '1 minute'
+       f.at + interval '1 minute',
+       -- A closed case as the confirm job leaves it: the API stated its closing as notified.
+       CASE WHEN f.rank >= 3 THEN 'confirmed' END,
+       CASE WHEN f.rank >= 3 THEN f.debited_cents END
 FROM bench_infraction AS f
 """
 

@@ -227,7 +227,20 @@ def suggested_action(
         if status == "unconfirmed_webhook":
             return (
                 f"ask the provider about the MED case notified for {brl(expected)}: its API "
-                "does not know it (possible forgery), so nothing of it is counted at risk"
+                "does not stand behind the notification (possible forgery), so nothing of it "
+                "is counted"
+            )
+        if status == "status_mismatch":
+            # ``actual`` is the debit notified, ``expected`` the one the API states (none
+            # while it states the case open) (reconcile.matching.infractions).
+            stated = (
+                "states the case still open"
+                if expected is None
+                else f"states it closed with {brl(expected)} debited"
+            )
+            return (
+                f"do not book the MED debit of {brl(actual or 0)} notified: the provider's API "
+                f"{stated} (possible forgery); find out who sent the notification"
             )
         if status == "debit_without_case":
             return f"ask the provider which MED case the debit of {brl(actual)} belongs to"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from sqlalchemy import ColumnElement, Engine, and_, bindparam, func, select, update
 from sqlmodel import col
@@ -18,8 +18,10 @@ from reconcile.handlers.accounts import api_return_cents
 from reconcile.logs import get_logger
 from reconcile.metrics import CONFIRMATIONS
 from reconcile.models import (
+    OPEN_INFRACTION_STATES,
     AccountMovement,
     Confirmation,
+    Infraction,
     PayoutReturn,
     PixReceived,
     PixRefund,
@@ -643,6 +645,129 @@ def confirm_listed(
 LISTED_CHUNK = 500
 
 
+@runtime_checkable
+class InfractionLookup(Protocol):
+    def get_infraction(self, infraction_id: str) -> dict[str, Any]: ...
+
+
+INFRACTION_DEBITED = ("debitedAmount", "debited_amount")
+
+
+def confirm_closed_infractions(
+    engine: Engine,
+    api: InfractionLookup,
+    *,
+    grace: timedelta,
+    limit: int = 100,
+    now: datetime | None = None,
+) -> ConfirmReport:
+    """A MED case a notification closed (``infraction.confirmation`` pending) debits what
+    the provider's API states, not what the notification says: its debit counts once the
+    API states the case closed, and the debit it states is kept beside the notified one
+    (``confirmed_debited_cents``). ``confirmed`` when they agree; ``amount_mismatch`` when
+    the API states another debit (a case it closed without one, notified as debited: a
+    possible forgery); past the grace period, ``status_mismatch`` while the API still
+    states the case open and ``unconfirmed_webhook`` while it does not know it. A poll of
+    the case cannot settle this: in the notified status it is a repeat of the
+    notification's item, never read. MED cases are few: one call each."""
+    now = now or utcnow()
+    with session_scope(engine) as session:
+        due = session.execute(
+            select(
+                col(Infraction.id),
+                col(Infraction.infraction_id),
+                col(Infraction.debited_cents),
+                col(Infraction.updated_at),
+            )
+            .where(col(Infraction.confirmation) == Confirmation.PENDING.value)
+            .order_by(col(Infraction.id))
+            .limit(limit)
+        ).all()
+    report = ConfirmReport()
+    outcomes: list[dict[str, Any]] = []
+    for row_id, infraction_id, notified, updated_at in due:
+        within_grace = now - as_utc(updated_at) < grace
+        try:
+            found = api.get_infraction(infraction_id)
+            if found.get("id") != infraction_id:
+                raise InvalidResponse(
+                    "GET /infractions/{id}: the answer names another case, or none", status=200
+                )
+        except NotFound:
+            if within_grace:
+                report.still_pending.append(row_id)
+                continue
+            outcomes.append(
+                _infraction_outcome(row_id, updated_at, Confirmation.UNCONFIRMED_WEBHOOK)
+            )
+            report.unconfirmed.append(row_id)
+            continue
+        except STOP_ERRORS:
+            report.interrupted = True
+            break
+        except Exception as exc:
+            # As for any look-up: this case waits, the ones behind it are asked.
+            log.error(
+                "confirmation_failed",
+                table=Infraction.__tablename__,
+                row=infraction_id,
+                error=type(exc).__name__,
+                provider=isinstance(exc, ProviderError),
+            )
+            report.failed.append(row_id)
+            continue
+        if str(found.get("status") or "").upper() in OPEN_INFRACTION_STATES:
+            if within_grace:
+                report.still_pending.append(row_id)
+                continue
+            outcomes.append(_infraction_outcome(row_id, updated_at, Confirmation.STATUS_MISMATCH))
+            report.mismatched.append(row_id)
+            continue
+        name = next((n for n in INFRACTION_DEBITED if n in found), None)
+        # A case closed without a debit may leave the field out; one it states but
+        # nobody can read cannot count, nor be called a disagreement.
+        stated = 0 if name is None else money_cents(found[name])
+        if stated == UNKNOWN_AMOUNT:
+            log.warning("infraction_debit_unknown", row=infraction_id)
+            report.failed.append(row_id)
+            continue
+        agrees = notified in (None, stated)
+        outcome = Confirmation.CONFIRMED if agrees else Confirmation.AMOUNT_MISMATCH
+        outcomes.append(_infraction_outcome(row_id, updated_at, outcome, stated))
+        (report.confirmed if agrees else report.mismatched).append(row_id)
+    if outcomes:
+        table = table_of(Infraction)
+        with session_scope(engine) as session:
+            session.execute(
+                update(table)
+                .where(
+                    table.c.id == bindparam("b_row_id"),
+                    table.c.confirmation == Confirmation.PENDING.value,
+                    # A later notification may have closed it otherwise meanwhile: that
+                    # one is asked about anew.
+                    table.c.updated_at == bindparam("b_seen"),
+                )
+                .values(
+                    confirmation=bindparam("b_outcome"),
+                    confirmed_debited_cents=bindparam("b_stated"),
+                ),
+                outcomes,
+            )
+    if report.unconfirmed or report.mismatched:
+        log.warning(
+            "infraction_closings_not_confirmed",
+            unconfirmed=len(report.unconfirmed),
+            mismatched=len(report.mismatched),
+        )
+    return report
+
+
+def _infraction_outcome(
+    row_id: int, seen: datetime, outcome: Confirmation, stated: int | None = None
+) -> dict[str, Any]:
+    return {"b_row_id": row_id, "b_seen": seen, "b_outcome": outcome.value, "b_stated": stated}
+
+
 def waive_confirmation(engine: Engine) -> int:
     """Policy "none": pending rows count as they are — except money whose amount nobody
     could read, which stays pending: without a look-up it can never count."""
@@ -658,6 +783,14 @@ def waive_confirmation(engine: Engine) -> int:
                 .values(confirmation=Confirmation.NOT_REQUIRED.value, next_check_at=None)
             )
             waived += int(result.rowcount or 0)  # type: ignore[attr-defined]
+        # A MED case's closing, as notified: its debit counts in the verdicts, by that
+        # choice, but is never the API's (the bridge's API column).
+        result = session.execute(
+            update(Infraction)
+            .where(col(Infraction.confirmation) == Confirmation.PENDING.value)
+            .values(confirmation=Confirmation.NOT_REQUIRED.value)
+        )
+        waived += int(result.rowcount or 0)  # type: ignore[attr-defined]
     return waived
 
 
@@ -722,4 +855,10 @@ def confirm_all(
             batch,
             report,
         )
+    if isinstance(payments, InfractionLookup):
+        # The accounts API answers for MED cases too. Once a run, not drained: a case
+        # still inside its grace period is asked again by the next run, not at once.
+        closings = confirm_closed_infractions(engine, payments, grace=grace, limit=batch)
+        _count("infraction", closings)
+        report.extend(closings)
     return report

@@ -381,6 +381,18 @@ class InfractionBase(SQLModel):
     deadline_at: datetime | None = Field(
         default=None, sa_type=UtcDateTime, description="when the case's analysis must end"
     )
+    # A notification saying a case closed is a trigger, not proof (docs/design.md §1.5):
+    # its debit counts once the provider's API states the closing, and what the API
+    # states is kept beside what was notified (``debited_cents``).
+    confirmation: str | None = Field(
+        default=None,
+        max_length=24,
+        description="of the case's closing: pending while a notification's closing waits "
+        "for the API; none for a case still open",
+    )
+    confirmed_debited_cents: int | None = Field(
+        default=None, sa_type=BigInteger, description="the debit the provider's API states"
+    )
 
 
 # A MED case in these is still open: its money is at risk.

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import case, func, literal, literal_column
+from sqlalchemy import and_, case, func, literal, literal_column
 from sqlmodel import Session
 
 from reconcile.db import dialect_of, insert_for, table_of
@@ -317,6 +317,9 @@ def handle_infraction(session: Session, item: InboxItem) -> None:
         # day's answer would change with the day it is asked: unknown (its row's own time
         # meanwhile), until polling asks the API (polling/accounts.py).
         changed = read_timestamp(raw.get("updatedAt"))
+    closing = status.upper() not in OPEN_INFRACTION_STATES
+    polled = item.source == Source.POLL.value
+    debited = _infraction_amount(raw, ("debitedAmount", "debited_amount"))
     upsert_latest(
         session,
         Infraction,
@@ -326,26 +329,45 @@ def handle_infraction(session: Session, item: InboxItem) -> None:
             "status": status,
             "amount_cents": _infraction_amount(raw),
             "end_to_end_id": data.endToEndId,
-            "debited_cents": _infraction_amount(raw, ("debitedAmount", "debited_amount")),
+            "debited_cents": debited,
             "provider_updated_at": changed,
             "blocked_cents": _infraction_amount(raw, ("blockedAmount", "blocked_amount")),
             "opened_at": opened,
             "deadline_at": _deadline(raw, opened),
             "rank": INFRACTION_RANK.get(status.upper(), 0),
             "inbox_item_id": item.id,
+            **_closing_confirmation(closing=closing, polled=polled, debited=debited),
         },
-        lambda excluded: _case_kept(
-            excluded, raw, closing=status.upper() not in OPEN_INFRACTION_STATES
-        ),
+        lambda excluded: _case_kept(excluded, raw, closing=closing, polled=polled),
     )
 
 
-def _case_kept(excluded: Any, raw: dict[str, Any], *, closing: bool) -> dict[str, Any]:
+def _closing_confirmation(*, closing: bool, polled: bool, debited: int | None) -> dict[str, Any]:
+    """A case's closing moves money (its debit): polled, the API's word as it stands;
+    notified, to be confirmed by the API before its debit counts
+    (``confirm_closed_infractions``). An open case moves none: polling asks for it again
+    while it stays open (``refresh_open_infractions``)."""
+    if polled:
+        return {
+            "confirmation": Confirmation.CONFIRMED.value,
+            "confirmed_debited_cents": debited if closing else None,
+        }
+    return {
+        "confirmation": Confirmation.PENDING.value if closing else None,
+        "confirmed_debited_cents": None,
+    }
+
+
+def _case_kept(
+    excluded: Any, raw: dict[str, Any], *, closing: bool, polled: bool
+) -> dict[str, Any]:
     """What a later notification of a case leaves as stored: what it does not say (a
     notification may carry only the id and status), the deadline unless it states one,
     and once the case is closing the money blocked while it was open (a block released
     reads 0). A day the case was open at the end of is judged with what it stood at then
-    (``med_exposure``), whenever it is asked."""
+    (``med_exposure``), whenever it is asked. The API's word on a closing a notification
+    brought first keeps that notification's debit beside its own: one the API contradicts
+    is an exception (possible forgery), not overwritten out of sight."""
     table = table_of(Infraction)
 
     def unless_missing(name: str) -> Any:
@@ -356,4 +378,21 @@ def _case_kept(excluded: Any, raw: dict[str, Any], *, closing: bool) -> dict[str
         kept["deadline_at"] = func.coalesce(table.c.deadline_at, excluded.deadline_at)
     if closing:
         kept["blocked_cents"] = func.coalesce(table.c.blocked_cents, excluded.blocked_cents)
+    if closing and polled:
+        # Notified and not yet the API's (or trusted without a look-up, by policy).
+        notified = table.c.confirmation.in_(
+            (Confirmation.PENDING.value, Confirmation.NOT_REQUIRED.value)
+        )
+        contradicted = and_(
+            notified,
+            table.c.debited_cents.is_not(None),
+            table.c.debited_cents.is_distinct_from(excluded.debited_cents),
+        )
+        kept["debited_cents"] = case(
+            (notified, table.c.debited_cents), else_=excluded.debited_cents
+        )
+        kept["confirmation"] = case(
+            (contradicted, literal(Confirmation.AMOUNT_MISMATCH.value)),
+            else_=literal(Confirmation.CONFIRMED.value),
+        )
     return kept

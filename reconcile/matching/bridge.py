@@ -46,7 +46,7 @@ from reconcile.matching.context import (
     in_categories,
     items_of,
 )
-from reconcile.matching.infractions import case_of_line
+from reconcile.matching.infractions import api_debit, case_of_line
 from reconcile.matching.judgement import is_pending
 from reconcile.matching.movements import pix_time, refund_time
 from reconcile.matching.payouts import (
@@ -332,13 +332,14 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
         .subquery()
     )
     inbox = table_of(InboxItem)
-    # A case's debit is the provider's word once the case was read from its API: polled,
-    # or looked up for the Pix it disputes (a notification never names that Pix).
-    read_from_api = or_(inbox.c.poll_count > 0, cases.c.end_to_end_id.is_not(None))
+    # A case's debit is the provider's word once its API stated the case's closing
+    # (``confirm_closed_infractions``, or a poll): having asked it for the Pix the case
+    # disputes, or a poll in the notified status (a repeat of the notification's item,
+    # never read), says nothing of the debit.
     case_webhook, case_api = session.execute(
         select(
             func.sum(case((inbox.c.webhook_count > 0, cases.c.debited_cents), else_=0)),
-            func.sum(case((read_from_api, cases.c.debited_cents), else_=0)),
+            func.sum(func.coalesce(api_debit(cases), 0)),
         ).select_from(
             cases.outerjoin(
                 inbox,

@@ -33,6 +33,7 @@ from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import (
     OPEN_INFRACTION_STATES,
     UNKNOWN_INFRACTION_STATE,
+    Confirmation,
     InboxItem,
     Infraction,
     StatementEntry,
@@ -40,6 +41,32 @@ from reconcile.models import (
 from reconcile.timeutil import as_utc
 
 OPEN_STATES = OPEN_INFRACTION_STATES
+# The API stated the case's closing: its debit is the one it states.
+API_STATED = (Confirmation.CONFIRMED.value, Confirmation.AMOUNT_MISMATCH.value)
+
+
+def api_debit(cases: Any) -> ColumnElement[Any]:
+    """The debit of a case the provider's API stands behind: what it states of the case's
+    closing; none while it has not (docs/design.md §1.5)."""
+    return case(
+        (cases.c.confirmation.in_(API_STATED), cases.c.confirmed_debited_cents), else_=null()
+    )
+
+
+def counted_debit(cases: Any) -> ColumnElement[Any]:
+    """The debit a case's verdict and the day's MED money count: the API's, or as notified
+    where confirmation is off (``PIXRECON_CONFIRM_POLICY=none``), by that choice."""
+    return case(
+        (cases.c.confirmation.in_(API_STATED), cases.c.confirmed_debited_cents),
+        (cases.c.confirmation == Confirmation.NOT_REQUIRED.value, cases.c.debited_cents),
+        else_=null(),
+    )
+
+
+def stated_debit(cases: Any) -> ColumnElement[Any]:
+    """The debit a line is matched by: the API's where it stated one, else the notified
+    one (a case whose closing waits for the API still owns the line of its debit)."""
+    return func.coalesce(cases.c.confirmed_debited_cents, cases.c.debited_cents)
 
 
 def case_of_line() -> ColumnElement[str]:
@@ -54,7 +81,7 @@ def case_of_line() -> ColumnElement[str]:
     S, cases = table_of(StatementEntry), table_of(Infraction)
     # Two cases may dispute one Pix, each debited on a line naming it: the line goes to
     # the case whose debit it is by amount, before falling back to the first case.
-    its_debit = func.coalesce(func.nullif(cases.c.debited_cents, 0), cases.c.amount_cents)
+    its_debit = func.coalesce(func.nullif(stated_debit(cases), 0), cases.c.amount_cents)
     of_pix = cases.c.end_to_end_id == S.c.end_to_end_id
     by_pix = func.coalesce(
         select(func.min(cases.c.infraction_id))
@@ -79,14 +106,11 @@ def case_of_line() -> ColumnElement[str]:
             )
             .exists()
         )
-        debit = func.coalesce(func.nullif(case_row.c.debited_cents, 0), case_row.c.amount_cents)
+        debited = stated_debit(case_row)
+        debit = func.coalesce(func.nullif(debited, 0), case_row.c.amount_cents)
         # A case closed saying it debited nothing (``debitedAmount`` 0) owns no debit
         # line: it must not make a line of its amount ambiguous for the case that did.
-        may_have_debited = or_(
-            case_row.c.status.in_(OPEN_STATES),
-            case_row.c.debited_cents.is_(None),
-            case_row.c.debited_cents != 0,
-        )
+        may_have_debited = or_(case_row.c.status.in_(OPEN_STATES), debited.is_(None), debited != 0)
         return and_(debit == S.c.amount_cents, may_have_debited, ~named)
 
     candidate = cases.alias("by_amount")
@@ -176,6 +200,13 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
         inbox, items_of(session, inbox, cases.c.inbox_item_id)
     )
     statement = true() if ctx.statement_known else false()
+    closing = cases.c.confirmation
+    debit = counted_debit(cases)
+    # The closing a notification states and the API contradicts: the API's debit against
+    # the notified one.
+    contradicted = closing.in_(
+        (Confirmation.AMOUNT_MISMATCH.value, Confirmation.STATUS_MISMATCH.value)
+    )
     verdicts: list[Verdict] = [
         (
             cases.c.infraction_id.is_(None),
@@ -197,13 +228,50 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
             "an open MED case: the amount is at risk",
         ),
         (
-            and_(cases.c.debited_cents > 0, s.c.case_id.is_(None), statement),
+            closing == Confirmation.STATUS_MISMATCH.value,
+            "status_mismatch",
+            True,
+            "notified closed, but the provider's API states the case still open (possible "
+            "forgery): no debit of it counts",
+        ),
+        (
+            closing == Confirmation.AMOUNT_MISMATCH.value,
+            "status_mismatch",
+            True,
+            "the notification contradicts the provider's API about the case's closing "
+            "(possible forgery): only the debit the API states counts",
+        ),
+        (
+            closing == Confirmation.UNCONFIRMED_WEBHOOK.value,
+            "unconfirmed_webhook",
+            True,
+            "notified closed, but the provider's API does not know the case (possible "
+            "forgery): no debit of it counts",
+        ),
+        (
+            and_(
+                closing == Confirmation.PENDING.value,
+                cases.c.updated_at < ctx.confirmed_by,
+            ),
+            "unconfirmed_webhook",
+            True,
+            "notified closed, but the provider's API has not confirmed the closing within "
+            "the grace period: no debit of it counts",
+        ),
+        (
+            closing == Confirmation.PENDING.value,
+            "pending",
+            False,
+            "notified closed: waiting for the provider's API to confirm its debit",
+        ),
+        (
+            and_(debit > 0, s.c.case_id.is_(None), statement),
             "debit_never_came",
             True,
             "closed with a debit that the statement never booked",
         ),
         (
-            and_(s.c.case_id.is_not(None), s.c.cents != cases.c.debited_cents),
+            and_(s.c.case_id.is_not(None), s.c.cents != debit),
             "amount_mismatch",
             True,
             "the statement debited another amount than the case states",
@@ -218,11 +286,14 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
         verdicts,
         "closed, and any debit booked",
         default_status="closed",
-        expected=cases.c.amount_cents,
+        # A closing the API contradicts: the debit it states against the notified one.
+        expected=case((contradicted, api_debit(cases)), else_=cases.c.amount_cents),
         # A case open as the day ended had debited nothing by then, whatever the date lag
         # books after midnight (the closing day's debit, and its verdict).
         actual=case(
-            (and_(open_at_end(cases, ctx), s.c.booked >= ctx.end), null()), else_=s.c.cents
+            (contradicted, cases.c.debited_cents),
+            (and_(open_at_end(cases, ctx), s.c.booked >= ctx.end), null()),
+            else_=s.c.cents,
         ),
         source=source_of(
             func.coalesce(inbox.c.webhook_count, 0), func.coalesce(inbox.c.poll_count, 0)
@@ -234,7 +305,8 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
 
 def med_exposure(session: Session, ctx: RunContext) -> dict[str, Any]:
     """MED money as the day ended: at risk in open cases and how much of it the provider
-    blocked, and debited by the cases closed that day (the provider's word); each of those
+    blocked, and debited by the cases closed that day (what the provider's API states of
+    each closing; nothing for one it has not confirmed); each of those
     cases with its deadline, the soonest first."""
     cases = table_of(Infraction)
     changed = func.coalesce(cases.c.provider_updated_at, cases.c.updated_at)
@@ -247,7 +319,7 @@ def med_exposure(session: Session, ctx: RunContext) -> dict[str, Any]:
             cases.c.status,
             cases.c.amount_cents,
             cases.c.blocked_cents,
-            cases.c.debited_cents,
+            counted_debit(cases).label("debited_cents"),
             cases.c.end_to_end_id,
             cases.c.opened_at,
             cases.c.deadline_at,

@@ -18,6 +18,7 @@ from reconcile.inbox import NewItem, store_items
 from reconcile.models import (
     AccountMovement,
     Confirmation,
+    Infraction,
     PixReceived,
     ReconciliationItem,
     Source,
@@ -109,6 +110,19 @@ class DayBook:
                 update(model)
                 .where(col(model.confirmation) == Confirmation.PENDING.value)
                 .values(confirmation=Confirmation.CONFIRMED.value)
+            )
+
+    def confirm_all_infractions(self) -> None:
+        """What the confirm job does when the accounts API states every MED case's
+        closing as notified."""
+        with session_scope(self.engine) as session:
+            session.execute(
+                update(Infraction)
+                .where(col(Infraction.confirmation) == Confirmation.PENDING.value)
+                .values(
+                    confirmation=Confirmation.CONFIRMED.value,
+                    confirmed_debited_cents=col(Infraction.debited_cents),
+                )
             )
 
     def line(

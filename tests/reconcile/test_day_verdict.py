@@ -666,6 +666,7 @@ def test_a_med_debit_without_its_case_id_is_matched_by_the_disputed_pix(engine: 
                 "closedAt": book.at("16:00").isoformat() if status == "CLOSED" else None,
             }
         )
+    book.confirm_all_infractions()
     api: Any = _Infractions({"med-closed": disputed})
     found = identify_disputed_pix(api, engine)
     assert (found.seen, found.invalid) == (1, 0)
@@ -1005,6 +1006,7 @@ def test_a_bare_med_debit_is_matched_by_its_amount_only_when_one_case_fits(
             "analysisDeadline": book.at("12:00", PAST + timedelta(days=5)).isoformat(),
         }
     )
+    book.confirm_all_infractions()
     # Lines naming neither the case nor the Pix: one amount fits one case, the other two.
     bare = book.line("INFRACTION_DEBIT", 7_000, "15:00", credit=False)
     twins = [book.line("INFRACTION_DEBIT", 3_000, "15:05", credit=False) for _ in range(2)]

@@ -1,0 +1,156 @@
+"""A MED case's closing is confirmed by the provider's API before its debit counts
+(docs/design.md §1.5): a notification saying the case closed with a debit that the API
+says closed without one is an exception (possible forgery), and neither the bridge's API
+column nor the day's MED money counts it. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+from sqlmodel import Session, select
+
+from reconcile.confirmation import confirm_all
+from reconcile.models import Confirmation, Infraction
+from reconcile.nightly import reconcile_day
+from reconcile.provider.errors import NotFound
+from reconcile.settings import Settings
+from reconcile.timeutil import business_day_bounds, utcnow
+from tests.reconcile.day_book import DayBook, verdicts_of
+
+PAST = date(2026, 3, 10)
+AFTER = business_day_bounds(PAST)[1] + timedelta(hours=2)
+
+
+class _Accounts:
+    """The accounts API: the cases as it states them; no payout to look up."""
+
+    def __init__(self, *cases: dict[str, Any]) -> None:
+        self.cases = {case["id"]: case for case in cases}
+
+    def get_infraction(self, infraction_id: str) -> dict[str, Any]:
+        if infraction_id not in self.cases:
+            raise NotFound(infraction_id)
+        return self.cases[infraction_id]
+
+    def get_payment(self, end_to_end_id: str) -> dict[str, Any]:
+        raise NotFound(end_to_end_id)
+
+    def get_payment_by_key(self, idempotency_key: str) -> dict[str, Any]:
+        raise NotFound(idempotency_key)
+
+
+def _case(book: DayBook, result: str, debited: str, status: str = "CLOSED") -> dict[str, Any]:
+    return {
+        "id": "med-x",
+        "status": status,
+        "amount": "20.00",
+        "analysisResult": result,
+        "debitedAmount": debited,
+        "createdAt": book.at("12:00").isoformat(),
+        "closedAt": book.at("13:00").isoformat() if status != "OPEN" else None,
+    }
+
+
+def _bridge_med(result: Any) -> tuple[int, int, int]:
+    (row,) = [r for r in result.report["bridge"]["categories"] if r["category"] == "med_debits"]
+    return row["webhook_cents"], row["api_cents"], row["statement_cents"]
+
+
+def test_a_debit_notified_for_a_case_the_api_closed_without_one_is_not_counted(
+    engine: Engine,
+) -> None:
+    book = DayBook(engine, PAST)
+    book.infraction({**_case(book, "", "0.00", status="OPEN")})
+    # The real closing's notification was lost; a forged one says the case was debited.
+    book.infraction(_case(book, "AGREED", "20.00"))
+    api_says = _case(book, "DISAGREED", "0.00")
+    # Polled in the notified status: a repeat of the forged notification's item.
+    book.infraction(api_says, webhook=False)
+
+    confirm_all(engine, None, _Accounts(api_says), Settings(_env_file=None))
+
+    result = reconcile_day(engine, PAST, now=AFTER)
+    assert _bridge_med(result) == (2_000, 0, 0)
+    assert result.report["med"]["debited_cents"] == 0
+    verdict = verdicts_of(engine, result)[("infraction", "med-x")]
+    assert (verdict.status, verdict.exception) == ("status_mismatch", True)
+    assert (verdict.expected_cents, verdict.actual_cents) == (0, 2_000)
+    assert "possible forgery" in verdict.reason
+    (shown,) = [e for e in result.report["exceptions"] if e["ref"] == "med-x"]
+    assert shown["action"] == (
+        "do not book the MED debit of R$ 20,00 notified: the provider's API states it closed "
+        "with R$ 0,00 debited (possible forgery); find out who sent the notification"
+    )
+
+
+def test_a_closing_the_api_states_as_notified_debits_what_it_states(engine: Engine) -> None:
+    from reconcile.confirmation import confirm_closed_infractions
+
+    book = DayBook(engine, PAST)
+    book.infraction(_case(book, "AGREED", "20.00"))
+    book.line("INFRACTION_DEBIT", 2_000, "13:00", credit=False, infractionId="med-x")
+    before = reconcile_day(engine, PAST, now=AFTER)
+    # Not yet confirmed: the debit is the notification's word only.
+    assert _bridge_med(before)[1] == 0
+
+    report = confirm_closed_infractions(
+        engine, _Accounts(_case(book, "AGREED", "20.00")), grace=timedelta(minutes=15)
+    )
+    assert len(report.confirmed) == 1
+
+    result = reconcile_day(engine, PAST, now=AFTER)
+    assert _bridge_med(result) == (2_000, 2_000, 2_000)
+    assert result.report["med"]["debited_cents"] == 2_000
+    assert verdicts_of(engine, result)[("infraction", "med-x")].status == "closed"
+
+
+@pytest.mark.parametrize(
+    ("api", "outcome"),
+    [
+        ("open", Confirmation.STATUS_MISMATCH),
+        ("unknown", Confirmation.UNCONFIRMED_WEBHOOK),
+    ],
+)
+def test_a_closing_the_api_does_not_state_counts_no_debit(
+    engine: Engine, api: str, outcome: Confirmation
+) -> None:
+    from reconcile.confirmation import confirm_closed_infractions
+
+    book = DayBook(engine, PAST)
+    book.infraction(_case(book, "AGREED", "20.00"))
+    accounts = _Accounts(_case(book, "", "0.00", status="OPEN")) if api == "open" else _Accounts()
+    grace = timedelta(minutes=15)
+    # Inside the grace period the API may still catch up: asked again later.
+    assert confirm_closed_infractions(engine, accounts, grace=grace).still_pending
+    confirm_closed_infractions(engine, accounts, grace=grace, now=utcnow() + grace)
+    with Session(engine) as session:
+        case = session.exec(select(Infraction)).one()
+    assert (case.confirmation, case.confirmed_debited_cents) == (outcome.value, None)
+
+    result = reconcile_day(engine, PAST, now=AFTER)
+    assert _bridge_med(result) == (2_000, 0, 0)
+    assert result.report["med"]["debited_cents"] == 0
+    verdict = verdicts_of(engine, result)[("infraction", "med-x")]
+    assert verdict.exception
+    assert verdict.status == ("status_mismatch" if api == "open" else "unconfirmed_webhook")
+
+
+def test_the_apis_word_read_after_a_notified_closing_keeps_the_notified_debit_beside_it(
+    engine: Engine,
+) -> None:
+    """A poll of the case in another closed status is read: the API's debit replaces the
+    notified one as what counts, and the notification it contradicts still says so."""
+    book = DayBook(engine, PAST)
+    book.infraction(_case(book, "AGREED", "20.00"))
+    book.infraction(_case(book, "DISAGREED", "0.00", status="CANCELED"), webhook=False)
+    with Session(engine) as session:
+        case = session.exec(select(Infraction)).one()
+    assert (case.status, case.debited_cents, case.confirmed_debited_cents) == ("CANCELED", 2_000, 0)
+    assert case.confirmation == Confirmation.AMOUNT_MISMATCH.value
+
+    result = reconcile_day(engine, PAST, now=AFTER)
+    assert _bridge_med(result)[1:] == (0, 0)
+    assert verdicts_of(engine, result)[("infraction", "med-x")].status == "status_mismatch"
