@@ -25,6 +25,8 @@ RETURN_REF = "return:"
 # That of a Pix credit the accounts API notified (``RECEIVE``), by its reference there
 # (``reconcile.matching.credits``).
 CREDIT_REF = "credit:"
+# That of a recurring charge's notification (``reconcile.matching.automatico``).
+COBR_REF = "cobr:"
 # The ``ref`` of a bridge category's difference no item explains (``…matching.bridge``).
 UNEXPLAINED_REF = "bridge:"
 
@@ -254,6 +256,13 @@ def suggested_action(
         )
     if subject == "statement":
         return f"ask the provider what the statement line of {brl(actual)} is"
+    if subject == "recurrence" and status in ("unconfirmed_webhook", "status_mismatch"):
+        # A notification the API does not stand behind: nothing of it was counted.
+        what = "recurring charge" if ref.startswith(COBR_REF) else "recurrence"
+        return (
+            f"act on the {what} as the provider's API states it, not as notified; ask the "
+            "provider whether it sent this notification, and find out who did if not"
+        )
     if subject == "recurrence":
         cycle = f" of {brl(expected)}" if expected is not None else ""
         return (

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 from sqlalchemy import ColumnElement, Engine, and_, bindparam, func, select, update
@@ -15,6 +16,8 @@ from sqlmodel import col
 
 from reconcile.db import session_scope, table_of
 from reconcile.handlers.accounts import api_return_cents
+from reconcile.handlers.automatico import calendar_of
+from reconcile.inbox import NewItem
 from reconcile.logs import get_logger
 from reconcile.metrics import CONFIRMATIONS
 from reconcile.models import (
@@ -25,8 +28,18 @@ from reconcile.models import (
     PayoutReturn,
     PixReceived,
     PixRefund,
+    Recurrence,
+    RecurringCharge,
 )
 from reconcile.money import InvalidAmount, parse_amount, to_cents
+from reconcile.payloads import PayloadInvalid
+from reconcile.payloads.automatico import (
+    Atualizacao,
+    cobr_callback_items,
+    latest_update,
+    rec_callback_items,
+)
+from reconcile.payloads.charges import charge_item
 from reconcile.payloads.pix import api_pix_items
 from reconcile.payloads.tolerant import read_timestamp
 from reconcile.polling.store import OnNew, store_polled
@@ -768,6 +781,223 @@ def _infraction_outcome(
     return {"b_row_id": row_id, "b_seen": seen, "b_outcome": outcome.value, "b_stated": stated}
 
 
+# Pix Automático: a recurrence (``rec``) or a recurring charge (``cobr``) notified is a claim
+# about its state; it moves no money itself, but its state decides which cycles need a
+# charge, so the state the matchers count is the one the API last stated
+# (``confirmed_status``). The claim is looked up (``GET /rec/{idRec}``, ``GET
+# /cobr/{txid}``) and agrees when the API says the object is, or was, in the state notified.
+
+Claimed = type[Recurrence] | type[RecurringCharge]
+
+
+class AutomaticoLookup(Protocol):
+    def get_rec(self, id_rec: str) -> dict[str, Any]: ...
+    def get_cobr(self, txid: str) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A notified state waiting for its look-up; ``rank`` is the state's, so that an answer
+    about it is not written over a newer notification stored meanwhile."""
+
+    id: int
+    key: str
+    rank: int
+    updated_at: datetime
+    attempts: int
+    status: str
+    id_rec: str | None = None
+    attempt_status: str | None = None
+    attempt_end_to_end_id: str | None = None
+
+
+def _claims(engine: Engine, model: Claimed, now: datetime, limit: int) -> list[Claim]:
+    with session_scope(engine) as session:
+        rows = session.execute(
+            select(model)
+            .where(
+                col(model.confirmation) == Confirmation.PENDING.value,
+                col(model.next_check_at) <= now,
+            )
+            .order_by(col(model.next_check_at))
+            .limit(limit)
+        ).scalars()
+        return [
+            Claim(
+                id=row.id or 0,
+                key=row.id_rec if isinstance(row, Recurrence) else row.txid,
+                rank=row.rank,
+                updated_at=as_utc(row.updated_at),
+                attempts=row.check_attempts,
+                status=row.status,
+                id_rec=row.id_rec,
+                attempt_status=getattr(row, "last_attempt_status", None),
+                attempt_end_to_end_id=getattr(row, "last_attempt_end_to_end_id", None),
+            )
+            for row in rows
+        ]
+
+
+def _history(found: dict[str, Any]) -> list[Atualizacao]:
+    """The API's ``atualizacao``: each state the object took, and when."""
+    listed = found.get("atualizacao")
+    entries = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
+    return [
+        Atualizacao(status=str(e.get("status"))[:32], data=str(e.get("data"))[:64]) for e in entries
+    ]
+
+
+def _states_of(found: dict[str, Any]) -> set[str]:
+    """Every state the API says the object is or was in; an object is always created
+    (``CRIADA``) first."""
+    return {"CRIADA", str(found["status"])} | {str(e.status) for e in _history(found)}
+
+
+def _attempt_agrees(claim: Claim, found: dict[str, Any]) -> bool:
+    """The charge's last attempt as notified: one with an endToEndId must be an attempt
+    the API lists, and one notified paid must be paid there (a paid attempt stays paid)."""
+    if claim.attempt_end_to_end_id is None:
+        return True
+    listed = [a for a in found.get("tentativas") or [] if isinstance(a, dict)]
+    same = [a for a in listed if a.get("endToEndId") == claim.attempt_end_to_end_id]
+    if not same:
+        return False
+    return claim.attempt_status != "PAGA" or any(a.get("status") == "PAGA" for a in same)
+
+
+def _claim_agrees(model: Claimed, claim: Claim, found: dict[str, Any]) -> bool:
+    """A notification that trails the API (notified approved, cancelled since) agrees: the
+    API's state is its next fact. One of a state the API says it never was in does not."""
+    if claim.status not in _states_of(found):
+        return False
+    if model is Recurrence:
+        return True
+    named = found.get("idRec")
+    if claim.id_rec is not None and named is not None and named != claim.id_rec:
+        return False
+    return _attempt_agrees(claim, found)
+
+
+def _ask(api: AutomaticoLookup, model: Claimed, key: str) -> dict[str, Any]:
+    """The API's object, as an answer about that one: a 200 naming another, or without a
+    status, confirms nothing."""
+    found = api.get_rec(key) if model is Recurrence else api.get_cobr(key)
+    name = "idRec" if model is Recurrence else "txid"
+    if found.get(name) != key or not isinstance(found.get("status"), str):
+        raise InvalidResponse(
+            f"the answer about {name} names another, or has no status", status=200
+        )
+    return found
+
+
+def _api_items(model: Claimed, found: dict[str, Any]) -> list[NewItem]:
+    """The API's answer as a poll of it would store it: a newer state than the one
+    notified becomes the row's, and a charge is expected as the API states it."""
+    try:
+        if model is Recurrence:
+            return rec_callback_items(found)
+        return [charge_item("cobr", found), *cobr_callback_items(found)]
+    except (PayloadInvalid, ValueError):
+        log.warning("automatico_answer_unreadable", table=model.__tablename__)
+        return []
+
+
+def confirm_pending_claims(
+    engine: Engine,
+    api: AutomaticoLookup,
+    model: Claimed,
+    *,
+    grace: timedelta,
+    limit: int = 100,
+    now: datetime | None = None,
+    on_new: OnNew = None,
+) -> ConfirmReport:
+    """Look up the recurrences (or recurring charges) whose notified state is due for a
+    check. One the API does not know past the grace period is ``unconfirmed_webhook``; one
+    whose state the API contradicts ``status_mismatch`` — both possible forgeries, raised by
+    ``reconcile/matching/automatico.py``. Either way the row keeps the state the API
+    states (``confirmed_status``) and its calendar: what the matchers count."""
+    now = now or utcnow()
+    report = ConfirmReport()
+    outcomes: list[dict[str, Any]] = []
+    for claim in _claims(engine, model, now, limit):
+        stated: dict[str, Any] = {}
+        try:
+            found = _ask(api, model, claim.key)
+        except NotFound:
+            if now - claim.updated_at >= grace:
+                outcome, check_at = Confirmation.UNCONFIRMED_WEBHOOK, None
+                report.unconfirmed.append(claim.id)
+            else:
+                outcome, check_at = Confirmation.PENDING, now + _recheck_after(claim.attempts + 1)
+                report.still_pending.append(claim.id)
+        except STOP_ERRORS:
+            report.interrupted = True
+            break
+        except ValueError:
+            # Not an id the provider can issue (``_path_id``): nothing it could know.
+            outcome, check_at = Confirmation.UNVERIFIABLE, None
+            report.unverifiable.append(claim.id)
+        except Exception as exc:
+            log.error(
+                "confirmation_failed",
+                table=model.__tablename__,
+                row=claim.id,
+                error=type(exc).__name__,
+                provider=isinstance(exc, ProviderError),
+            )
+            outcome, check_at = Confirmation.PENDING, now + MAX_RECHECK
+            report.failed.append(claim.id)
+        else:
+            store_polled(engine, _api_items(model, found), on_new)
+            status = str(found["status"])
+            when = latest_update(status, _history(found))
+            stated = {"confirmed_status": status, "confirmed_status_at": read_timestamp(when)}
+            if model is Recurrence:
+                stated |= calendar_of(found)
+            if _claim_agrees(model, claim, found):
+                outcome, check_at = Confirmation.CONFIRMED, None
+                report.confirmed.append(claim.id)
+            else:
+                outcome, check_at = Confirmation.STATUS_MISMATCH, None
+                report.mismatched.append(claim.id)
+                log.warning(
+                    "notification_contradicted",
+                    table=model.__tablename__,
+                    row=claim.id,
+                    notified=claim.status,
+                    api=stated["confirmed_status"],
+                )
+        outcomes.append(
+            {
+                "claim": claim,
+                "confirmation": outcome.value,
+                "confirmed_at": None if outcome is Confirmation.PENDING else now,
+                "next_check_at": check_at,
+                **stated,
+            }
+        )
+    _record_claims(engine, model, outcomes)
+    return report
+
+
+def _record_claims(engine: Engine, model: Claimed, outcomes: list[dict[str, Any]]) -> None:
+    table = table_of(model)
+    with session_scope(engine) as session:
+        for values in outcomes:
+            claim: Claim = values.pop("claim")
+            session.execute(
+                update(table)
+                .where(
+                    table.c.id == claim.id,
+                    table.c.confirmation == Confirmation.PENDING.value,
+                    # A newer notification stored meanwhile waits for its own look-up.
+                    table.c.rank == claim.rank,
+                )
+                .values(check_attempts=table.c.check_attempts + 1, **values)
+            )
+
+
 def waive_confirmation(engine: Engine) -> int:
     """Policy "none": pending rows count as they are — except money whose amount nobody
     could read, which stays pending: without a look-up it can never count."""
@@ -791,6 +1021,18 @@ def waive_confirmation(engine: Engine) -> int:
             .values(confirmation=Confirmation.NOT_REQUIRED.value)
         )
         waived += int(result.rowcount or 0)  # type: ignore[attr-defined]
+        for claimed in (Recurrence, RecurringCharge):
+            result = session.execute(
+                update(claimed)
+                .where(col(claimed.confirmation) == Confirmation.PENDING.value)
+                .values(
+                    confirmation=Confirmation.NOT_REQUIRED.value,
+                    confirmed_status=col(claimed.status),
+                    confirmed_status_at=col(claimed.status_at),
+                    next_check_at=None,
+                )
+            )
+            waived += int(result.rowcount or 0)  # type: ignore[attr-defined]
     return waived
 
 
@@ -820,11 +1062,14 @@ def confirm_all(
     *,
     listed_until: datetime | None = None,
     on_new: OnNew = None,
+    automatico: AutomaticoLookup | None = None,
 ) -> ConfirmReport:
     """Every movement whose look-up is due, by the configured policy: the worker's
     ``confirm`` job and the nightly run both come here. ``listed_until``: Pix and refunds
     written after it wait for the next listing of ``GET /pix`` instead. ``on_new`` gets
-    the ids of items a look-up stored (``confirm_pending_refunds``)."""
+    the ids of items a look-up stored (``confirm_pending_refunds``,
+    ``confirm_pending_claims``). ``automatico``: the QR code API's Pix Automático, to look
+    up notified recurrences and recurring charges."""
     report = ConfirmReport()
     if settings.confirm_policy == "none":
         waive_confirmation(engine)
@@ -861,4 +1106,16 @@ def confirm_all(
         closings = confirm_closed_infractions(engine, payments, grace=grace, limit=batch)
         _count("infraction", closings)
         report.extend(closings)
+    if automatico is not None:
+        for subject, claimed in (("recurrence", Recurrence), ("recurring_charge", RecurringCharge)):
+            step = partial(
+                confirm_pending_claims,
+                engine,
+                automatico,
+                claimed,
+                grace=grace,
+                limit=batch,
+                on_new=on_new,
+            )
+            _drain(subject, step, batch, report)
     return report

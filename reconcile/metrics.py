@@ -30,8 +30,8 @@ ITEM_LATENCY = Histogram(
 CONFIRMATIONS = Counter(
     "pixrecon_confirmations",
     "Look-ups of notified movements at the provider's API, by subject (pix, refund, "
-    "movement) and outcome (confirmed, unconfirmed, mismatched, still_pending, "
-    "unverifiable, failed)",
+    "movement, recurrence, recurring_charge) and outcome (confirmed, unconfirmed, "
+    "mismatched, still_pending, unverifiable, failed)",
     ["subject", "outcome"],
 )
 # The periodic job is `job_name`, not `job`: Prometheus's own `job` label names the

@@ -23,7 +23,11 @@ from reconcile.cases import EXCEPTION_FIELDS as EXCEPTION_FIELDS
 from reconcile.cases import case_rows, count_cases
 from reconcile.db import dialect_of, insert_for, session_scope, table_of
 from reconcile.matching.amount_due import flag_disagreeing_components, record_amounts_due
-from reconcile.matching.automatico import judge_missed_cycles, judge_recurring_charges
+from reconcile.matching.automatico import (
+    judge_missed_cycles,
+    judge_notified_claims,
+    judge_recurring_charges,
+)
 from reconcile.matching.bridge import (
     SourceFigures,
     day_bridge,
@@ -65,6 +69,7 @@ MATCHERS: list[tuple[str, Callable[[Session, RunContext], None]]] = [
     ("charges", match_charges),
     ("Pix Automático", judge_recurring_charges),
     ("recurrence cycles", judge_missed_cycles),
+    ("Pix Automático notifications", judge_notified_claims),
     ("amounts due", flag_disagreeing_components),
     ("payouts", match_payouts),
     ("payout returns", match_payout_returns),

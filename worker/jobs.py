@@ -165,6 +165,7 @@ class PeriodicJobs:
                     self._settings,
                     listed_until=listed,
                     on_new=self._dispatcher.from_polls,
+                    automatico=p.qrcode,
                 )
                 return True
 

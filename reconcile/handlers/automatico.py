@@ -1,23 +1,48 @@
-"""Pix Automático: recurrences and recurring charges, newest update wins."""
+"""Pix Automático: recurrences and recurring charges, newest update wins. What a poll brings
+is the provider's API speaking; a notification is a claim, kept until the API's look-up
+(``reconcile/confirmation.py``) stands behind it or not (docs/design.md §1.5)."""
 
 from __future__ import annotations
 
 import contextlib
+from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session
 
 from reconcile.handlers.common import parse_payload, require_key, upsert_latest, validate
-from reconcile.models import InboxItem, Recurrence, RecurringCharge
+from reconcile.models import Confirmation, InboxItem, Recurrence, RecurringCharge, Source
 from reconcile.money import InvalidAmount, parse_amount, to_cents
 from reconcile.payloads import UNKNOWN_STATUS
 from reconcile.payloads.automatico import CobRNotification, RecNotification, read_date
 from reconcile.payloads.tolerant import read_timestamp
+from reconcile.timeutil import utcnow
 
 
 def _millis(raw: str) -> int:
     when = read_timestamp(raw)
     return int(when.timestamp() * 1000) if when is not None else 0
+
+
+def _confirmation(item: InboxItem, status: str, status_at: datetime | None) -> dict[str, Any]:
+    """Polled: the API's status, confirmed as it stands. Notified: to be looked up, and
+    the status the API stated before (``confirmed_status``, ``confirmed_status_at``) left as
+    it was, so that a
+    notification nobody stands behind yet changes nothing the matchers count."""
+    now = utcnow()
+    if item.source == Source.POLL.value:
+        return {
+            "confirmation": Confirmation.CONFIRMED.value,
+            "confirmed_status": status,
+            "confirmed_status_at": status_at,
+            "confirmed_at": now,
+            "next_check_at": None,
+        }
+    return {
+        "confirmation": Confirmation.PENDING.value,
+        "confirmed_at": None,
+        "next_check_at": now,
+    }
 
 
 def calendar_of(raw: dict[str, Any]) -> dict[str, Any]:
@@ -45,17 +70,19 @@ def handle_rec(session: Session, item: InboxItem) -> None:
     rec = validate(RecNotification, raw, "recurrence")
     require_key(rec, "recurrence")
     updated = rec.updated()
+    status = rec.status or UNKNOWN_STATUS
     upsert_latest(
         session,
         Recurrence,
         ["id_rec"],
         {
             "id_rec": rec.idRec,
-            "status": rec.status or UNKNOWN_STATUS,
+            "status": status,
             "status_at": read_timestamp(updated),
             "rank": _millis(updated),
             "inbox_item_id": item.id,
             **(calendar_of(raw) if isinstance(raw, dict) else {}),
+            **_confirmation(item, status, read_timestamp(updated)),
         },
     )
 
@@ -66,6 +93,7 @@ def handle_cobr(session: Session, item: InboxItem) -> None:
     updated = cobr.updated()
     attempts = cobr.tentativas or []
     last = attempts[-1] if attempts else None
+    status = cobr.status or UNKNOWN_STATUS
     upsert_latest(
         session,
         RecurringCharge,
@@ -73,7 +101,7 @@ def handle_cobr(session: Session, item: InboxItem) -> None:
         {
             "txid": cobr.txid,
             "id_rec": cobr.idRec,
-            "status": cobr.status or UNKNOWN_STATUS,
+            "status": status,
             "attempts": len(attempts),
             "last_attempt_status": last.status if last else None,
             "last_attempt_end_to_end_id": last.endToEndId if last else None,
@@ -81,5 +109,6 @@ def handle_cobr(session: Session, item: InboxItem) -> None:
             # Newer status time first; among equal times, more attempts is later.
             "rank": _millis(updated) * 100 + min(len(attempts), 99),
             "inbox_item_id": item.id,
+            **_confirmation(item, status, read_timestamp(updated)),
         },
     )

@@ -1,7 +1,9 @@
 """Pix Automático: a recurring charge (``cobr``) is collected by debit attempts. A rejected
 attempt is news a person must act on — unless the charge's retry policy still allows
 attempts, in which case it is pending until its last retry window closes. A cycle of a
-recurrence with no charge due within it is a missed cycle.
+recurrence with no charge due within it is a missed cycle. Every state counted is the one
+the provider's API states; a notification it does not stand behind is an exception of its
+own (docs/design.md §1.5).
 
 Runs after the charges matcher, over the few recurring charges it judged unpaid or
 expired; their retry policy and attempts are the ``terms`` stored with each charge."""
@@ -13,19 +15,21 @@ from calendar import monthrange
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, insert, or_, select, update
+from sqlalchemy import String, and_, case, insert, literal, or_, select, update
 from sqlmodel import Session
 
 from reconcile.db import table_of
 from reconcile.matching.context import RunContext
 from reconcile.models import (
+    Confirmation,
     ExpectedPayment,
+    InboxItem,
     ReconciliationItem,
     Recurrence,
     RecurringCharge,
 )
 from reconcile.priorities import EXCEPTION_PRIORITY
-from reconcile.timeutil import business_day_bounds
+from reconcile.timeutil import as_utc, business_day_bounds
 
 # The BCB's retry policies: attempts allowed in all, and the days after the due date
 # within which retries may happen.
@@ -145,7 +149,11 @@ def _charged(session: Session, id_rec: str, due: date, following: date, by: date
     cycle), so one due days after the cycle's date still collects it. The charge names its
     recurrence in its own terms (polled) or in its collection state (notified)."""
     charges, cobrs = table_of(ExpectedPayment), table_of(RecurringCharge)
-    notified = select(cobrs.c.txid).where(cobrs.c.id_rec == id_rec)
+    # Only a charge the API stands behind names its recurrence: a forged notification
+    # naming another recurrence's charge must not make this cycle look charged.
+    notified = select(cobrs.c.txid).where(
+        cobrs.c.id_rec == id_rec, cobrs.c.confirmation.in_(Confirmation.counted())
+    )
     rows = session.execute(
         select(charges.c.ref.in_(notified), charges.c.terms).where(
             charges.c.kind == "cobr",
@@ -163,8 +171,11 @@ def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
     Judged on the cycle's own date only, so each cycle is raised once, by the day it
     belongs to (a charge due the next business day after a weekend counts), and as things
     stood at its end: a recurrence cancelled after it was still approved then, and a
-    charge created after it came too late for the cycle."""
+    charge created after it came too late for the cycle. The recurrence's state is the
+    one the API states (``confirmed_status``): a notification of a cancellation the API
+    does not stand behind hides no cycle."""
     recs = table_of(Recurrence)
+    stated, stated_at = recs.c.confirmed_status, recs.c.confirmed_status_at
     found = session.execute(
         select(
             recs.c.id_rec,
@@ -175,10 +186,10 @@ def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
             recs.c.inbox_item_id,
         ).where(
             or_(
-                recs.c.status == "APROVADA",
+                stated == "APROVADA",
                 # Only an approved recurrence is cancelled (one never approved is rejected
                 # or expires): cancelled after the day, it was approved at its end.
-                and_(recs.c.status == "CANCELADA", recs.c.status_at >= ctx.end),
+                and_(stated == "CANCELADA", stated_at >= ctx.end),
             ),
             recs.c.start_date <= ctx.day,
             recs.c.periodicity.is_not(None),
@@ -211,3 +222,114 @@ def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
         )
     if missed:
         session.execute(insert(table_of(ReconciliationItem)), missed)
+
+
+def _claimed_on(table: Any, ctx: RunContext) -> Any:
+    """The day a notification is about: the time it gives its state, never later than it
+    arrived (a notification cannot announce what has not happened yet; a forged one dated
+    in the future would otherwise be judged on no day anyone runs)."""
+    received = table_of(InboxItem).c.received_at
+    stated = table.c.status_at
+    return ctx.within(case((or_(stated.is_(None), stated > received), received), else_=stated))
+
+
+def _claim_verdict(
+    confirmation: str, updated_at: datetime, ctx: RunContext
+) -> tuple[str, bool, str] | None:
+    """Status, exception, and the start of the reason, for a notification not counted."""
+    if confirmation == Confirmation.PENDING.value:
+        if as_utc(updated_at) < ctx.confirmed_by:
+            return (
+                "unconfirmed_webhook",
+                True,
+                "the provider's API has not confirmed it within the grace period",
+            )
+        return "pending", False, "waiting for the provider's API to confirm it"
+    if confirmation == Confirmation.STATUS_MISMATCH.value:
+        return "status_mismatch", True, "the provider's API contradicts it"
+    if confirmation == Confirmation.UNVERIFIABLE.value:
+        return "unconfirmed_webhook", True, "it names an id the provider cannot have issued"
+    if confirmation == Confirmation.UNCONFIRMED_WEBHOOK.value:
+        return "unconfirmed_webhook", True, "the provider's API does not know it"
+    return None
+
+
+def judge_notified_claims(session: Session, ctx: RunContext) -> None:
+    """Each recurrence and recurring charge notified that the provider's API does not
+    stand behind: unknown to it, in a state it says the object never was in, or not yet
+    confirmed. Such a notification moves no money and changes no verdict (the matchers
+    count the API's state), but a notification the API denies may be a forgery — someone
+    holding the webhook's credentials, or a provider's mistake — and a person must know.
+    Judged on the day the notification is about; few rows, read one by one."""
+    recs, cobrs, inbox = table_of(Recurrence), table_of(RecurringCharge), table_of(InboxItem)
+    charges = table_of(ExpectedPayment)
+    rows: list[dict[str, Any]] = []
+    for table, what, key, amount, joined in (
+        (recs, "recurrence", recs.c.id_rec, recs.c.amount_cents, recs),
+        (
+            cobrs,
+            "recurring charge",
+            cobrs.c.txid,
+            charges.c.amount_cents,
+            cobrs.outerjoin(charges, (charges.c.kind == "cobr") & (charges.c.ref == cobrs.c.txid)),
+        ),
+    ):
+        attempt = getattr(table.c, "last_attempt_status", None)
+        e2e = getattr(table.c, "last_attempt_end_to_end_id", None)
+        found = session.execute(
+            select(
+                key,
+                table.c.status,
+                table.c.confirmed_status,
+                table.c.confirmation,
+                table.c.updated_at,
+                table.c.inbox_item_id,
+                amount,
+                attempt if attempt is not None else literal(None, String),
+                e2e if e2e is not None else literal(None, String),
+            )
+            .select_from(joined.join(inbox, inbox.c.id == table.c.inbox_item_id))
+            .where(~table.c.confirmation.in_(Confirmation.counted()), _claimed_on(table, ctx))
+        ).all()
+        prefix = "rec" if table is recs else "cobr"
+        for ref, status, stated, confirmation, updated_at, item_id, cents, tried, at in found:
+            verdict = _claim_verdict(confirmation, updated_at, ctx)
+            if verdict is None:
+                continue
+            last = f" (its last attempt {tried}, {at})" if tried and at else ""
+            notified = f"a {what} notified as {status}{last}"
+            rows.append(
+                {
+                    "run_id": ctx.run_id,
+                    "subject": "recurrence",
+                    "ref": f"{prefix}:{ref}",
+                    "status": verdict[0],
+                    "exception": verdict[1],
+                    "reason": _claim_reason(notified, verdict, stated, status),
+                    "expected_cents": cents,
+                    "source": "webhook",
+                    "inbox_item_id": item_id,
+                    "priority": EXCEPTION_PRIORITY if verdict[1] else None,
+                }
+            )
+    if rows:
+        session.execute(insert(table_of(ReconciliationItem)), rows)
+
+
+def _claim_reason(
+    notified: str, verdict: tuple[str, bool, str], stated: str | None, status: str
+) -> str:
+    """What the notification said, what the API says, and why it matters."""
+    name, _, why = verdict
+    if name == "pending":
+        return f"{notified}: {why} (inside the grace period)"
+    if stated is None:
+        api = ""
+    elif name == "status_mismatch" and stated == status:
+        api = f": it states {stated}, but not as notified"
+    else:
+        api = f": it states {stated}"
+    return (
+        f"{notified}, but {why}{api}. A notification the API does not stand behind may be "
+        "forged: nothing of it is counted, only the state the API states"
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -31,6 +31,8 @@ from reconcile.models import (
     PixReceived,
     PixRefund,
     ReconciliationItem,
+    Recurrence,
+    RecurringCharge,
 )
 from reconcile.timeutil import BUSINESS_TZ, as_utc
 
@@ -104,6 +106,8 @@ def annotate_pending(session: Session, ctx: RunContext) -> None:
         (PixReceived, "created_at"),
         (PixRefund, "updated_at"),
         (AccountMovement, "updated_at"),
+        (Recurrence, "updated_at"),
+        (RecurringCharge, "updated_at"),
     ):
         source = table_of(model)
         rows = session.execute(
@@ -218,6 +222,10 @@ def carried_items(session: Session, ctx: RunContext, direction: str) -> list[dic
     return [{"subject": s, "ref": r, "amount_cents": a} for s, r, a in sorted(rows)]
 
 
+def _claimed_at(T: Table) -> ColumnElement[datetime]:
+    return T.c.status_at
+
+
 def unconfirmable(session: Session, ctx: RunContext, sources: Sources) -> list[str]:
     """The day's money that waits for a look-up no configured API can make. Only the
     day's: another day's Pix waiting says nothing of this one, and counting it made a day
@@ -229,14 +237,18 @@ def unconfirmable(session: Session, ctx: RunContext, sources: Sources) -> list[s
         (PixReceived, sources.qrcode, "Pix received", pix_time),
         (PixRefund, sources.qrcode, "refunds", refund_time),
         (AccountMovement, sources.accounts, "account movements", payout_time),
+        (Recurrence, sources.qrcode, "recurrences notified", _claimed_at),
+        (RecurringCharge, sources.qrcode, "recurring charges notified", _claimed_at),
     ):
         if api:
             continue
         table = table_of(model)
+        # A recurrence's state claimed by the day's end decides its cycles there, whenever
+        # it was claimed; a movement is the day's own when it happened in the day.
+        claim = when is _claimed_at
+        in_scope = when(table) < ctx.end if claim else ctx.within(when(table))
         n = session.execute(
-            select(func.count()).where(
-                table.c.confirmation == Confirmation.PENDING.value, ctx.within(when(table))
-            )
+            select(func.count()).where(table.c.confirmation == Confirmation.PENDING.value, in_scope)
         ).scalar_one()
         if n:
             family = "QR code" if model is not AccountMovement else "accounts"

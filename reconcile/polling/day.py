@@ -6,7 +6,8 @@ scheduled poll fetches and what the nightly run fetches cannot drift apart.
 A window of the QR code API: the Pix received, then the charges created in it. A window of
 the accounts API: statement lines, infractions, payouts still in flight, invoices and the
 balance. A business day: both families over the day plus margins, then every movement
-still waiting for its confirm-by-API look-up (docs/design.md §1.5)."""
+and Pix Automático notification still waiting for its confirm-by-API look-up
+(docs/design.md §1.5)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,13 @@ from typing import Protocol
 from sqlalchemy import Engine, select
 from sqlmodel import col
 
-from reconcile.confirmation import ConfirmReport, PaymentLookup, PixLookup, confirm_all
+from reconcile.confirmation import (
+    AutomaticoLookup,
+    ConfirmReport,
+    PaymentLookup,
+    PixLookup,
+    confirm_all,
+)
 from reconcile.db import session_scope
 from reconcile.matching.judgement import Sources
 from reconcile.models import ScheduledJob
@@ -65,7 +72,7 @@ class Family(StrEnum):
         return f"poll_{self.value}"
 
 
-class QrCodeClient(QrCodeSource, RecurrenceSource, PixLookup, Protocol):
+class QrCodeClient(QrCodeSource, RecurrenceSource, PixLookup, AutomaticoLookup, Protocol):
     pass
 
 
@@ -131,7 +138,7 @@ def sources_of(
     (``statement_polled``) by the periodic polls up to the judging time."""
     problems = []
     if fetched is not None and fetched.confirmed is not None and fetched.confirmed.interrupted:
-        problems.append("the provider stopped answering while pending movements were confirmed")
+        problems.append("the provider stopped answering while pending notifications were confirmed")
     return Sources(
         qrcode=providers.qrcode is not None,
         accounts=providers.accounts is not None,
@@ -253,7 +260,12 @@ def fetch_day(
     if on_step is not None:
         on_step("confirming by API")
     fetched.confirmed = confirm_all(
-        engine, providers.qrcode, providers.accounts, settings, on_new=on_new
+        engine,
+        providers.qrcode,
+        providers.accounts,
+        settings,
+        on_new=on_new,
+        automatico=providers.qrcode,
     )
     return fetched
 

@@ -1,0 +1,302 @@
+"""Pix Automático notifications are claims (docs/design.md §1.5): a recurrence or a
+recurring charge notified counts in the state the provider's API states, and one the API
+does not know, or says was never in the state notified, is an exception of its own — a
+possible forgery — whatever it would have changed. Each test writes a day through the real
+inbox and handlers (``DayBook``), looks the notifications up with a provider that answers
+from a dict, and judges the day."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from reconcile.confirmation import AutomaticoLookup, confirm_all, confirm_pending_claims
+from reconcile.db import session_scope
+from reconcile.inbox import store_items
+from reconcile.matching.judgement import DayVerdict
+from reconcile.models import Recurrence, RecurringCharge, Source
+from reconcile.nightly import NightlyResult, reconcile_day
+from reconcile.payloads.automatico import cobr_callback_items, rec_callback_items
+from reconcile.payloads.charges import charge_item
+from reconcile.polling.day import Fetched, sources_of
+from reconcile.processing import process_items
+from reconcile.provider.errors import NotFound, ProviderUnavailable
+from reconcile.timeutil import business_day_bounds
+from tests.conftest import make_settings
+from tests.reconcile.day_book import DayBook, reais, verdicts_of
+
+PAST = date(2026, 3, 10)
+START, END = business_day_bounds(PAST)
+AFTER = END + timedelta(hours=2)
+# Looked up once the grace period is over: the provider has had the time to know it.
+GRACE = timedelta(0)
+REC = "RN1234567820260303weekly00001"
+COBR = "cobrweekly00000000000000000001"
+
+
+class Api:
+    """The QR code API's Pix Automático, answering from what it holds."""
+
+    def __init__(self) -> None:
+        self.recs: dict[str, dict[str, Any]] = {}
+        self.cobrs: dict[str, dict[str, Any]] = {}
+        self.down = False
+
+    def get_rec(self, id_rec: str) -> dict[str, Any]:
+        return self._get(self.recs, id_rec)
+
+    def get_cobr(self, txid: str) -> dict[str, Any]:
+        return self._get(self.cobrs, txid)
+
+    def _get(self, held: dict[str, dict[str, Any]], key: str) -> dict[str, Any]:
+        if self.down:
+            raise ProviderUnavailable("the provider does not answer", status=503)
+        if key not in held:
+            raise NotFound(f"{key} is not known", status=404)
+        return copy.deepcopy(held[key])
+
+
+def _rec(book: DayBook, status: str = "APROVADA", **changed: str) -> dict[str, Any]:
+    """A weekly recurrence of R$ 29,90 begun a week before the book's day, approved at 06:00
+    that day; ``changed``: later states and their times."""
+    history = [
+        {"status": "CRIADA", "data": book.at("06:00").isoformat()},
+        {"status": "APROVADA", "data": book.at("06:00").isoformat()},
+    ]
+    history += [{"status": s, "data": book.at(clock).isoformat()} for s, clock in changed.items()]
+    return {
+        "idRec": REC,
+        "status": status,
+        "calendario": {
+            "dataInicial": (book.day - timedelta(days=7)).isoformat(),
+            "periodicidade": "SEMANAL",
+        },
+        "valor": {"valorRec": reais(2_990)},
+        "atualizacao": history,
+    }
+
+
+def _cobr(book: DayBook, status: str = "CONCLUIDA", attempt: str = "PAGA") -> dict[str, Any]:
+    """The recurrence's charge for the book's day, paid by its first attempt at 10:00."""
+    e2e = "E12345678202603101300pagaweekly1"
+    return {
+        "idRec": REC,
+        "txid": COBR,
+        "status": status,
+        "calendario": {
+            "criacao": book.at("05:00").isoformat(),
+            "dataDeVencimento": book.day.isoformat(),
+        },
+        "valor": {"original": reais(2_990)},
+        "politicaRetentativa": "NAO_PERMITE",
+        "atualizacao": [
+            {"status": "CRIADA", "data": book.at("05:00").isoformat()},
+            {"status": "ATIVA", "data": book.at("05:00").isoformat()},
+            {"status": status, "data": book.at("10:00").isoformat()},
+        ],
+        "tentativas": [
+            {
+                "dataLiquidacao": book.day.isoformat(),
+                "tipo": "AGND",
+                "status": attempt,
+                "endToEndId": e2e,
+            }
+        ],
+    }
+
+
+def _store(engine: Engine, source: Source, *items: Any) -> None:
+    with session_scope(engine) as session:
+        new = store_items(session, list(items), source=source).new_ids
+    process_items(engine, new)
+
+
+def _notified(engine: Engine, *, rec: dict[str, Any] | None = None, cobr: Any = None) -> None:
+    if rec is not None:
+        _store(engine, Source.WEBHOOK, *rec_callback_items(rec))
+    if cobr is not None:
+        _store(engine, Source.WEBHOOK, *cobr_callback_items(cobr))
+
+
+def _polled(engine: Engine, *, rec: dict[str, Any] | None = None, cobr: Any = None) -> None:
+    if rec is not None:
+        _store(engine, Source.POLL, *rec_callback_items(rec))
+    if cobr is not None:
+        _store(engine, Source.POLL, charge_item("cobr", cobr), *cobr_callback_items(cobr))
+
+
+@dataclass
+class Providers:
+    qrcode: Any
+    accounts: Any
+
+
+def _quiet_day(engine: Engine) -> DayBook:
+    """A Pix received, confirmed and booked: a day with nothing to say but what follows."""
+    book = DayBook(engine, PAST)
+    e2e = book.pix(15_000, "10:00")
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 15_000, "10:00", credit=True, endToEndId=e2e)
+    return book
+
+
+def _look_up(engine: Engine, api: AutomaticoLookup) -> None:
+    for model in (Recurrence, RecurringCharge):
+        confirm_pending_claims(engine, api, model, grace=GRACE)
+
+
+def _recurrence_verdicts(engine: Engine, result: NightlyResult) -> dict[str, tuple[str, bool]]:
+    return {
+        ref: (v.status, v.exception)
+        for (subject, ref), v in verdicts_of(engine, result).items()
+        if subject == "recurrence"
+    }
+
+
+def test_a_cancellation_the_api_denies_hides_no_missed_cycle(engine: Engine) -> None:
+    """The API still has the recurrence approved, and no charge was created for the day's
+    cycle: a notification saying it was cancelled that morning changes neither, and is
+    itself the day's exception."""
+    book = _quiet_day(engine)
+    api = Api()
+    api.recs[REC] = _rec(book)
+    _polled(engine, rec=api.recs[REC])
+    _notified(engine, rec=_rec(book, "CANCELADA", CANCELADA="06:30"))
+    # Before any look-up, the state the API stated counts: the claim is pending.
+    waiting = reconcile_day(engine, PAST, now=AFTER)
+    assert _recurrence_verdicts(engine, waiting) == {
+        f"rec:{REC}:{PAST.isoformat()}": ("missed_cycle", True),
+        f"rec:{REC}": ("pending", False),
+    }
+    _look_up(engine, api)
+    result = reconcile_day(engine, PAST, now=AFTER)
+    assert _recurrence_verdicts(engine, result) == {
+        f"rec:{REC}:{PAST.isoformat()}": ("missed_cycle", True),
+        f"rec:{REC}": ("status_mismatch", True),
+    }
+    assert result.verdict is DayVerdict.BREAKS
+    (forged,) = [c for c in result.report["exceptions"] if c["ref"] == f"rec:{REC}"]
+    assert forged["reason"].startswith(
+        "a recurrence notified as CANCELADA, but the provider's API contradicts it: it "
+        "states APROVADA. A notification the API does not stand behind may be forged"
+    )
+    assert "ask the provider whether it sent this notification" in forged["action"]
+
+
+def test_a_cancellation_the_api_confirms_ends_the_cycles(engine: Engine) -> None:
+    """A real cancellation before the cycle: no cycle is missed, nothing is an exception. A
+    notification that trails the API (approved, cancelled since) agrees with it too."""
+    book = _quiet_day(engine)
+    api = Api()
+    api.recs[REC] = _rec(book, "CANCELADA", CANCELADA="06:30")
+    _notified(engine, rec=_rec(book))
+    _notified(engine, rec=api.recs[REC])
+    _look_up(engine, api)
+    result = reconcile_day(engine, PAST, now=AFTER)
+    assert _recurrence_verdicts(engine, result) == {}
+    assert result.verdict is DayVerdict.RECONCILED, result.report
+
+
+@pytest.mark.parametrize(
+    ("claim", "reason"),
+    [
+        (
+            "recurrence unknown",
+            "a recurrence notified as APROVADA, but the provider's API does not know it",
+        ),
+        (
+            "charge unknown",
+            "a recurring charge notified as CONCLUIDA (its last attempt PAGA, "
+            "E12345678202603101300pagaweekly1), but the provider's API does not know it",
+        ),
+        (
+            "charge paid, notified rejected",
+            "a recurring charge notified as REJEITADA (its last attempt REJEITADA, "
+            "E12345678202603101300pagaweekly1), but the provider's API contradicts it: it "
+            "states CONCLUIDA",
+        ),
+        (
+            "attempt the api does not list",
+            "a recurring charge notified as CONCLUIDA (its last attempt PAGA, "
+            "E12345678202603101300forgedpaga1), but the provider's API contradicts it: it "
+            "states CONCLUIDA, but not as notified",
+        ),
+    ],
+)
+def test_a_notification_the_api_denies_is_an_exception(
+    engine: Engine, claim: str, reason: str
+) -> None:
+    """The charge is paid as the API states; what a notification claims otherwise counts
+    for nothing, and says so."""
+    book = _quiet_day(engine)
+    api = Api()
+    api.recs[REC] = _rec(book)
+    api.cobrs[COBR] = _cobr(book)
+    _polled(engine, rec=api.recs[REC], cobr=api.cobrs[COBR])
+    e2e = api.cobrs[COBR]["tentativas"][0]["endToEndId"]
+    book.pix(2_990, "10:00", e2e=e2e, txid=COBR)
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 2_990, "10:00", credit=True, endToEndId=e2e)
+    if claim == "recurrence unknown":
+        _notified(engine, rec={**_rec(book), "idRec": "RN1234567820260303unknown0001"})
+        ref = "rec:RN1234567820260303unknown0001"
+    elif claim == "charge unknown":
+        _notified(engine, cobr={**_cobr(book), "txid": "cobrunknown0000000000000000001"})
+        ref = "cobr:cobrunknown0000000000000000001"
+    elif claim == "charge paid, notified rejected":
+        _notified(engine, cobr=_cobr(book, "REJEITADA", "REJEITADA"))
+        ref = f"cobr:{COBR}"
+    else:
+        forged = _cobr(book)
+        forged["tentativas"][0]["endToEndId"] = "E12345678202603101300forgedpaga1"
+        forged["tentativas"].insert(0, copy.deepcopy(_cobr(book)["tentativas"][0]))
+        _notified(engine, cobr=forged)
+        ref = f"cobr:{COBR}"
+    _look_up(engine, api)
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = verdicts_of(engine, result)
+    assert verdicts[("charge", f"cobr:{COBR}")].status == "paid"
+    assert _recurrence_verdicts(engine, result) == {
+        ref: ("status_mismatch" if "contradicts" in reason else "unconfirmed_webhook", True)
+    }
+    assert verdicts[("recurrence", ref)].reason.startswith(reason)
+    assert result.verdict is DayVerdict.BREAKS
+
+
+def test_a_day_whose_recurrences_could_not_be_looked_up_is_incomplete(engine: Engine) -> None:
+    """The provider stopped answering while the notified recurrences were looked up: the
+    run did not read what it judges, so the day is not signed off as reconciled."""
+    book = _quiet_day(engine)
+    api = Api()
+    api.recs[REC] = _rec(book, "CANCELADA", CANCELADA="06:30")
+    _notified(engine, rec=api.recs[REC])
+    api.down = True
+    settings = make_settings(str(engine.url), confirm_grace_seconds=600)
+    report = confirm_all(engine, None, None, settings, automatico=api)
+    assert report.interrupted
+
+    fetched = Fetched(START, END, confirmed=report)
+    sources = sources_of(Providers(api, object()), settings, fetched)
+    result = reconcile_day(engine, PAST, now=AFTER, sources=sources)
+    assert result.verdict is DayVerdict.INCOMPLETE
+    assert result.summary["incomplete_because"] == [
+        "the provider stopped answering while pending notifications were confirmed"
+    ]
+
+
+def test_without_look_ups_a_notified_recurrence_counts_as_notified(engine: Engine) -> None:
+    """``PIXRECON_CONFIRM_POLICY=none`` trusts webhooks: a recurrence only notified is
+    judged in the state notified, its day's cycle missed like any other."""
+    book = _quiet_day(engine)
+    _notified(engine, rec=_rec(book))
+    settings = make_settings(str(engine.url), confirm_policy="none")
+    confirm_all(engine, None, None, settings, automatico=Api())
+    result = reconcile_day(engine, PAST, now=AFTER)
+    assert _recurrence_verdicts(engine, result) == {
+        f"rec:{REC}:{PAST.isoformat()}": ("missed_cycle", True)
+    }
