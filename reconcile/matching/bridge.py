@@ -203,13 +203,13 @@ def _webhook_and_api(
     amounts: list[ColumnElement[Any]],
     inbox_id: ColumnElement[Any],
     confirmation: ColumnElement[Any],
-    stated: ColumnElement[Any] | None = None,
+    stated: list[ColumnElement[Any]] | None = None,
 ) -> list[tuple[int, int]]:
     """Per amount of ``rows``: what was notified by webhook and what the API stands
     behind, all read in one pass over the rows and their items. The API stands behind a
     row it confirmed, or listed when polled; a notification trusted without a look-up
     (``PIXRECON_CONFIRM_POLICY=none``) counts in the day's verdicts, by that choice, but
-    is not the API's word, and the API column must not say it is. ``stated`` (with one
+    is not the API's word, and the API column must not say it is. ``stated`` (one per
     amount): what the API states for a row it knows with another amount
     (``amount_mismatch``); the API column counts that, as the matchers do, not the
     notified amount nor nothing."""
@@ -220,17 +220,21 @@ def _webhook_and_api(
     )
     disputed = confirmation == Confirmation.AMOUNT_MISMATCH.value
 
-    def api(amount: ColumnElement[Any]) -> ColumnElement[Any]:
-        if stated is None:
+    def api(amount: ColumnElement[Any], says: ColumnElement[Any] | None) -> ColumnElement[Any]:
+        if says is None:
             return case((counted, amount), else_=0)
-        return case((counted, amount), (disputed, stated), else_=0)
+        return case((counted, amount), (disputed, says), else_=0)
 
+    statements: list[ColumnElement[Any] | None] = list(stated) if stated else [None] * len(amounts)
     sums = session.execute(
         select(
             *(
                 func.sum(figure)
-                for amount in amounts
-                for figure in (case((inbox.c.webhook_count > 0, amount), else_=0), api(amount))
+                for amount, says in zip(amounts, statements, strict=True)
+                for figure in (
+                    case((inbox.c.webhook_count > 0, amount), else_=0),
+                    api(amount, says),
+                )
             )
         ).select_from(rows.outerjoin(inbox, items_of(session, inbox, inbox_id)))
     ).one()
@@ -277,7 +281,7 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
         [pix.c.amount_cents],
         pix.c.inbox_item_id,
         pix.c.confirmation,
-        stated=pix.c.confirmed_amount_cents,
+        stated=[pix.c.confirmed_amount_cents],
     )
     refunds = select(R).where(ctx.within(refund_time(R)), R.c.status == "DEVOLVIDO").subquery()
     med = refunds.c.natureza.in_(MED_NATURES)
@@ -290,6 +294,11 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
         ],
         refunds.c.inbox_item_id,
         refunds.c.confirmation,
+        # A refund the API states for another amount: what it states left the account.
+        stated=[
+            case((med, 0), else_=refunds.c.confirmed_amount_cents),
+            case((med, refunds.c.confirmed_amount_cents), else_=0),
+        ],
     )
     payouts = latest_payouts(ctx)
     figures["payouts"], returned_before = _webhook_and_api(

@@ -377,6 +377,14 @@ def test_a_refund_the_api_states_otherwise_is_judged_by_what_the_api_says(
     assert smaller["status"] == "amount_mismatch"
     assert (smaller["expected_cents"], smaller["actual_cents"]) == (1_500, 4_000)
     assert "notified R$ 40,00, it stands behind R$ 15,00" in smaller["action"]
+    # Money that left, as the API states it: the smaller refund's R$ 15,00, not the
+    # R$ 40,00 notified, and nothing of the one it says was not made.
+    row = _bridge(result)["refunds_sent"]
+    assert (row["webhook_cents"], row["api_cents"], row["statement_cents"]) == (
+        9_000,
+        1_500,
+        1_500,
+    )
     assert result.verdict is DayVerdict.BREAKS
 
 
