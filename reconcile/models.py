@@ -421,6 +421,12 @@ class RecurrenceBase(SQLModel):
     amount_cents: int | None = Field(
         default=None, sa_type=BigInteger, description="valor.valorRec; none: variable"
     )
+
+
+class StatedByApi(SQLModel):
+    """A Pix Automático object's status is a claim when notified: the matchers count the
+    one the provider's API last stated."""
+
     confirmed_status: str | None = Field(
         default=None,
         max_length=32,
@@ -431,7 +437,7 @@ class RecurrenceBase(SQLModel):
     )
 
 
-class Recurrence(RecurrenceBase, LatestState, Confirmable, table=True):
+class Recurrence(RecurrenceBase, StatedByApi, LatestState, Confirmable, table=True):
     """A Pix Automático recurrence (the payer's authorisation). ``status`` and the calendar
     are the latest notified or polled; a notification's wait for the API's look-up."""
 
@@ -447,17 +453,9 @@ class RecurringChargeBase(SQLModel):
     last_attempt_status: str | None = Field(default=None, max_length=32)
     last_attempt_end_to_end_id: str | None = Field(default=None, max_length=32)
     status_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
-    confirmed_status: str | None = Field(
-        default=None,
-        max_length=32,
-        description="the status the provider's API last stated (a notification's is a claim)",
-    )
-    confirmed_status_at: datetime | None = Field(
-        default=None, sa_type=UtcDateTime, description="when it took it, as the API states"
-    )
 
 
-class RecurringCharge(RecurringChargeBase, LatestState, Confirmable, table=True):
+class RecurringCharge(RecurringChargeBase, StatedByApi, LatestState, Confirmable, table=True):
     """A Pix Automático recurring charge (cobr) and its collection attempts."""
 
     __tablename__ = "recurring_charge"
