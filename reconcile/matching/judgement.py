@@ -28,6 +28,7 @@ from reconcile.models import (
     AccountMovement,
     Confirmation,
     ExpectedPayment,
+    Infraction,
     PixReceived,
     PixRefund,
     ReconciliationItem,
@@ -106,6 +107,7 @@ def annotate_pending(session: Session, ctx: RunContext) -> None:
         (PixReceived, "created_at"),
         (PixRefund, "updated_at"),
         (AccountMovement, "updated_at"),
+        (Infraction, "updated_at"),
         (Recurrence, "updated_at"),
         (RecurringCharge, "updated_at"),
     ):

@@ -17,7 +17,7 @@ from reconcile.models import Confirmation, Infraction
 from reconcile.nightly import reconcile_day
 from reconcile.provider.errors import NotFound
 from reconcile.settings import Settings
-from reconcile.timeutil import business_day_bounds, utcnow
+from reconcile.timeutil import as_utc, business_day_bounds, business_today, utcnow
 from tests.reconcile.day_book import DayBook, verdicts_of
 
 PAST = date(2026, 3, 10)
@@ -154,3 +154,19 @@ def test_the_apis_word_read_after_a_notified_closing_keeps_the_notified_debit_be
     result = reconcile_day(engine, PAST, now=AFTER)
     assert _bridge_med(result)[1:] == (0, 0)
     assert verdicts_of(engine, result)[("infraction", "med-x")].status == "status_mismatch"
+
+
+def test_a_closing_waiting_for_the_api_today_says_when_it_becomes_a_break(
+    engine: Engine,
+) -> None:
+    today = business_today()
+    book = DayBook(engine, today)
+    book.infraction(_case(book, "AGREED", "20.00"))
+    with Session(engine) as session:
+        notified = session.exec(select(Infraction)).one().updated_at
+    result = reconcile_day(engine, today, now=utcnow())
+    verdict = verdicts_of(engine, result)[("infraction", "med-x")]
+    assert verdict.status == "pending", verdict.reason
+    assert verdict.due_at is not None
+    grace = timedelta(seconds=Settings().confirm_grace_seconds)
+    assert abs(as_utc(verdict.due_at) - (as_utc(notified) + grace)) < timedelta(seconds=1)
