@@ -5,14 +5,16 @@ column nor the day's MED money counts it. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlmodel import Session, select
 
+from migrations.apply import upgrade
 from reconcile.confirmation import confirm_all
+from reconcile.db import create_db_engine
 from reconcile.models import Confirmation, Infraction
 from reconcile.nightly import reconcile_day
 from reconcile.provider.errors import NotFound
@@ -170,3 +172,41 @@ def test_a_closing_waiting_for_the_api_today_says_when_it_becomes_a_break(
     assert verdict.due_at is not None
     grace = timedelta(seconds=Settings().confirm_grace_seconds)
     assert abs(as_utc(verdict.due_at) - (as_utc(notified) + grace)) < timedelta(seconds=1)
+
+
+def test_the_migration_asks_again_only_what_a_notification_closed(blank_url: str) -> None:
+    """Cases stored closed before the API confirmed closings: one a notification brought
+    is asked again; one a poll brought first is the API's word, its debit counting as it
+    did, so a past day re-run before the confirm job reads the same money."""
+    engine = create_db_engine(blank_url)
+    upgrade(engine, "0029")
+    at = datetime(2026, 3, 10, 16, 0, tzinfo=UTC)
+    with engine.begin() as connection:
+        for source, case_id in (("webhook", "med-notified"), ("poll", "med-polled")):
+            item = connection.execute(
+                text(
+                    "INSERT INTO inbox_item (source, kind, key, payload, status, received_at, "
+                    "last_seen_at, webhook_count, poll_count, attempts) VALUES (:source, "
+                    "'accounts.infraction', :key, '{}', 'processed', :at, :at, 1, 0, 1) "
+                    "RETURNING id"
+                ),
+                {"source": source, "key": f"accounts:INFRACTION:{case_id}:CLOSED", "at": at},
+            ).scalar_one()
+            connection.execute(
+                text(
+                    "INSERT INTO infraction (infraction_id, status, amount_cents, debited_cents, "
+                    "rank, inbox_item_id, updated_at) VALUES (:case_id, 'CLOSED', 2000, 2000, "
+                    "3, :item, :at)"
+                ),
+                {"case_id": case_id, "item": item, "at": at},
+            )
+    upgrade(engine)
+    with engine.connect() as connection:
+        rows = dict(
+            (case_id, (confirmation, debited))
+            for case_id, confirmation, debited in connection.execute(
+                text("SELECT infraction_id, confirmation, confirmed_debited_cents FROM infraction")
+            )
+        )
+    engine.dispose()
+    assert rows == {"med-notified": ("pending", None), "med-polled": ("confirmed", 2000)}
