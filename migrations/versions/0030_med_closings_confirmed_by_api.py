@@ -5,8 +5,10 @@ poll of the same case in the same status was a repeat of that notification, neve
 a forged "closed, debited" counted as money the API stood behind. ``infraction`` now
 keeps whether the API confirmed the closing (``confirmation``) and the debit it states
 (``confirmed_debited_cents``) beside the notified one. Cases stored closed before this
-revision are asked again (``pending``): their debit counts once the API states it —
-but for those a poll brought first, whose row is the API's own word.
+revision stay as they were judged (``confirmed``, the debit they hold): a past day
+re-run after the upgrade must read the money it read before, and a case asked again only
+once the workers' confirm job runs would meanwhile read as a possible forgery. Closings
+notified from this revision on are asked.
 
 Revision ID: 0030
 Revises: 0029
@@ -34,17 +36,9 @@ def upgrade() -> None:
         "infraction", sa.Column("confirmed_debited_cents", sa.BigInteger(), nullable=True)
     )
     op.execute(
-        "UPDATE infraction SET confirmation = 'pending' "
-        "WHERE upper(status) NOT IN ('OPEN', 'ACKNOWLEDGED', 'UNKNOWN_TO_PROVIDER')"
-    )
-    # First seen by a poll: what the row holds is what the API said, as a poll stored
-    # after this revision is confirmed on arrival. A past day re-run before the confirm
-    # job has asked again then reads the same debit as before the upgrade.
-    op.execute(
         "UPDATE infraction SET confirmation = 'confirmed', "
         "confirmed_debited_cents = debited_cents "
-        "WHERE confirmation = 'pending' AND inbox_item_id IN "
-        "(SELECT id FROM inbox_item WHERE source = 'poll')"
+        "WHERE upper(status) NOT IN ('OPEN', 'ACKNOWLEDGED', 'UNKNOWN_TO_PROVIDER')"
     )
 
 

@@ -4,8 +4,11 @@ A recurrence or a recurring charge notified by webhook was taken at its word: a 
 "cancelled" hid a missed cycle. Like every other notification, its state now counts once
 the provider's API stands behind it: ``recurrence`` and ``recurring_charge`` gain the
 confirmation columns, and ``confirmed_status`` and ``confirmed_status_at``, the status the
-API last stated and when it took it. Rows a poll brought are the API's word already; the
-others are looked up like new ones.
+API last stated and when it took it. Rows stored before this revision stay as they were
+judged (``confirmed``, their status as the API's): a past day re-run after the upgrade
+must read the cycles it read before, and a row asked again only once the workers' confirm
+job runs would meanwhile read as a possible forgery. Notifications from this revision on
+are looked up.
 
 Revision ID: 0031
 Revises: 0030
@@ -50,14 +53,9 @@ def upgrade() -> None:
             batch_op.create_index(
                 batch_op.f(f"ix_{table}_confirmation"), ["confirmation"], unique=False
             )
-        polled = "inbox_item_id IN (SELECT id FROM inbox_item WHERE source = 'poll')"
         op.execute(
             f"UPDATE {table} SET confirmation = 'confirmed', confirmed_status = status, "  # noqa: S608
-            f"confirmed_status_at = status_at, confirmed_at = updated_at WHERE {polled}"
-        )
-        op.execute(
-            f"UPDATE {table} SET next_check_at = updated_at "  # noqa: S608
-            "WHERE confirmation = 'pending'"
+            "confirmed_status_at = status_at, confirmed_at = updated_at"
         )
 
 

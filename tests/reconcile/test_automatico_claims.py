@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
+from migrations.apply import upgrade
 from reconcile.confirmation import AutomaticoLookup, confirm_all, confirm_pending_claims
-from reconcile.db import session_scope
+from reconcile.db import create_db_engine, session_scope
 from reconcile.inbox import store_items
 from reconcile.matching.judgement import DayVerdict
 from reconcile.models import Recurrence, RecurringCharge, Source
@@ -300,3 +301,34 @@ def test_without_look_ups_a_notified_recurrence_counts_as_notified(engine: Engin
     assert _recurrence_verdicts(engine, result) == {
         f"rec:{REC}:{PAST.isoformat()}": ("missed_cycle", True)
     }
+
+
+def test_the_migration_keeps_what_was_stored_before_it_as_judged(blank_url: str) -> None:
+    """A recurrence notified before notifications were looked up counted as notified: a
+    past day re-run after the upgrade reads the cycles it read before."""
+    engine = create_db_engine(blank_url)
+    upgrade(engine, "0030")
+    at = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
+    with engine.begin() as connection:
+        item = connection.execute(
+            text(
+                "INSERT INTO inbox_item (source, kind, key, payload, status, received_at, "
+                "last_seen_at, webhook_count, poll_count, attempts) VALUES ('webhook', 'rec', "
+                "'rec:RR1:CANCELADA:x', '{}', 'processed', :at, :at, 1, 0, 1) RETURNING id"
+            ),
+            {"at": at},
+        ).scalar_one()
+        connection.execute(
+            text(
+                "INSERT INTO recurrence (id_rec, status, status_at, rank, inbox_item_id, "
+                "updated_at) VALUES ('RR1', 'CANCELADA', :at, 1, :item, :at)"
+            ),
+            {"item": item, "at": at},
+        )
+    upgrade(engine)
+    with engine.connect() as connection:
+        row = connection.execute(
+            text("SELECT confirmation, confirmed_status FROM recurrence WHERE id_rec = 'RR1'")
+        ).one()
+    engine.dispose()
+    assert tuple(row) == ("confirmed", "CANCELADA")

@@ -174,10 +174,10 @@ def test_a_closing_waiting_for_the_api_today_says_when_it_becomes_a_break(
     assert abs(as_utc(verdict.due_at) - (as_utc(notified) + grace)) < timedelta(seconds=1)
 
 
-def test_the_migration_asks_again_only_what_a_notification_closed(blank_url: str) -> None:
-    """Cases stored closed before the API confirmed closings: one a notification brought
-    is asked again; one a poll brought first is the API's word, its debit counting as it
-    did, so a past day re-run before the confirm job reads the same money."""
+def test_the_migration_keeps_closings_stored_before_it_as_judged(blank_url: str) -> None:
+    """Cases stored closed before the API confirmed closings stay as they were judged,
+    however they came: a past day re-run after the upgrade reads the money it read before
+    (asked again, a notified one read as a possible forgery until the confirm job ran)."""
     engine = create_db_engine(blank_url)
     upgrade(engine, "0029")
     at = datetime(2026, 3, 10, 16, 0, tzinfo=UTC)
@@ -209,4 +209,4 @@ def test_the_migration_asks_again_only_what_a_notification_closed(blank_url: str
             )
         )
     engine.dispose()
-    assert rows == {"med-notified": ("pending", None), "med-polled": ("confirmed", 2000)}
+    assert rows == {"med-notified": ("confirmed", 2000), "med-polled": ("confirmed", 2000)}
