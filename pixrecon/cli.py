@@ -164,17 +164,18 @@ def _sigterm_interrupts(args: list[str] | None) -> Iterator[None]:
     command as Ctrl-C does: one line saying what was not finished, exit 130, and a
     ``reconcile`` run marked failed. Left to its default it killed the process without a
     word, and a run stayed ``running`` for good."""
-    _, words = named_command(sys.argv[1:] if args is None else args)
-    if (words and words[0] in _RUN_UNTIL_STOPPED) or (
-        threading.current_thread() is not threading.main_thread()
-    ):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _, words = named_command(sys.argv[1:] if args is None else args)
 
     def interrupt(_signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    # The console script took SIGTERM as an interruption while the commands loaded
+    # (``pixrecon.entry``): a command that runs until stopped gets the default back.
+    until_stopped = bool(words) and words[0] in _RUN_UNTIL_STOPPED
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL if until_stopped else interrupt)
     try:
         yield
     finally:

@@ -11,7 +11,7 @@ import sys
 from datetime import UTC, datetime
 
 EXIT_INTERRUPTED = 130
-STARTING = "pixrecon was interrupted while starting (Ctrl-C): nothing was done"
+STARTING = "pixrecon was interrupted while starting (Ctrl-C or SIGTERM): nothing was done"
 
 
 def _wants_json() -> bool:
@@ -38,7 +38,15 @@ def _interrupted_while_starting() -> None:
         sys.stderr.write(f"interrupted: {STARTING}\n")
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    # SIGTERM (systemd's stop, ``timeout``) while the commands load ends as Ctrl-C does;
+    # ``pixrecon.cli`` keeps it so for one-shot commands and gives it back to those that
+    # run until stopped, which handle it themselves.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         from pixrecon.cli import run
     except KeyboardInterrupt:

@@ -314,6 +314,45 @@ def test_ctrl_c_while_the_commands_are_still_loading_is_one_line_too(
         assert line.startswith("interrupted: ")
 
 
+# The same with SIGTERM, as systemd or ``timeout`` sends it: delivered to the process at
+# that import, which it must end as Ctrl-C does, not by the signal without a word.
+_TERMINATED_IMPORT = """
+import builtins
+import os
+import signal
+import pixrecon.entry
+
+real = builtins.__import__
+
+def importing(name, *args, **kwargs):
+    if name == "pixrecon.cli":
+        os.kill(os.getpid(), signal.SIGTERM)
+    return real(name, *args, **kwargs)
+
+builtins.__import__ = importing
+pixrecon.entry.main()
+"""
+
+
+def test_sigterm_while_the_commands_are_still_loading_is_one_line_too(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", _TERMINATED_IMPORT, "reconcile", "--date", DAY.isoformat()],
+        cwd=tmp_path,
+        env=clean_env(log_json="0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (process.returncode, err)
+    assert "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert (
+        line == "interrupted: pixrecon was interrupted while starting (Ctrl-C or SIGTERM): "
+        "nothing was done"
+    )
+
+
 SHUTDOWN_TIMEOUT = 2
 
 
