@@ -92,7 +92,7 @@ def handle_cobr(session: Session, item: InboxItem) -> None:
     require_key(cobr, "recurring charge")
     updated = cobr.updated()
     attempts = cobr.tentativas or []
-    last = attempts[-1] if attempts else None
+    last = cobr.last_attempt()
     status = cobr.status or UNKNOWN_STATUS
     upsert_latest(
         session,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date
+from datetime import UTC, date, datetime
 from typing import Any
 
 from pydantic import Field
@@ -98,6 +98,10 @@ class RecNotification(Tolerant):
         return f"rec:{self.idRec}:{self.status or UNKNOWN_STATUS}:{self.updated()}"
 
 
+# Before any time a provider writes: an undated attempt sorts before every dated one.
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
 class Tentativa(Tolerant):
     """One attempt to collect a recurring charge; its Pix has its own ``endToEndId``."""
 
@@ -107,6 +111,14 @@ class Tentativa(Tolerant):
     status: str | None = Field(default=None, max_length=32)
     tipo: str | None = None
     dataLiquidacao: str | None = None
+    atualizacao: list[Atualizacao] | None = None
+
+    def latest_change(self) -> datetime | None:
+        """When this attempt last changed (its ``atualizacao``), else the day it settles."""
+        dated = [when for when in (read_timestamp(e.data) for e in self.atualizacao or []) if when]
+        if dated:
+            return max(dated)
+        return read_timestamp(self.dataLiquidacao) if self.dataLiquidacao else None
 
 
 class CobRNotification(Tolerant):
@@ -127,9 +139,26 @@ class CobRNotification(Tolerant):
 
     def attempt(self) -> str:
         """How far collection went: attempts so far and the state of the last one."""
-        if not self.tentativas:
+        last = self.last_attempt()
+        if last is None:
             return "0"
-        return f"{len(self.tentativas)}.{self.tentativas[-1].status or ''}"
+        return f"{len(self.tentativas or [])}.{last.status or ''}"
+
+    def last_attempt(self) -> Tentativa | None:
+        """The attempt that changed last. ``tentativas`` is a history the BCB gives no
+        order to: by position, the same charge sent with its attempts in another order
+        was a new item, and stored its older attempt as the last one."""
+        attempts = self.tentativas or []
+        if not attempts:
+            return None
+
+        def order(numbered: tuple[int, Tentativa]) -> tuple[bool, datetime, int]:
+            at, attempt = numbered
+            when = attempt.latest_change()
+            # Undated attempts keep the order they came in, before any dated one.
+            return (when is not None, when or _NEVER, at)
+
+        return max(enumerate(attempts), key=order)[1]
 
 
 def latest_update(status: str | None, history: list[Atualizacao]) -> str:

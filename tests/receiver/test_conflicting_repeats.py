@@ -14,7 +14,7 @@ from sqlmodel import col
 
 from reconcile.db import session_scope
 from reconcile.inbox import CONFLICTING_REPEAT
-from reconcile.models import InboxItem, PixReceived
+from reconcile.models import InboxItem, PixReceived, RecurringCharge
 from tests.conftest import SECRET, RunningNode
 from tests.factories import e2e_id
 
@@ -157,3 +157,61 @@ def test_an_accounts_repeat_that_states_other_money_or_another_outcome_is_flagge
     )
     running_node.wait_processed()
     assert len(_flags(_accounts_item(running_node, "accounts:INFRACTION:inf-1:CLOSED"))) == 1
+
+
+def test_a_recurring_charge_sent_again_with_its_attempts_in_another_order_is_a_repeat(
+    running_node: RunningNode,
+) -> None:
+    """``tentativas`` is a history the BCB gives no order to: the last attempt is the one
+    that changed last, whatever its place, so the same charge is one item and keeps its
+    paid attempt."""
+    txid = "3136957d93134f2184b369e8f1c07C01"
+    rejected = {
+        "dataLiquidacao": "2026-12-05",
+        "tipo": "AGND",
+        "status": "REJEITADA",
+        "endToEndId": e2e_id(),
+        "atualizacao": [
+            {"status": "SOLICITADA", "data": "2026-12-01T10:00:00Z"},
+            {"status": "REJEITADA", "data": "2026-12-05T10:00:00Z"},
+        ],
+    }
+    paid_e2e = e2e_id()
+    paid = {
+        "dataLiquidacao": "2026-12-06",
+        "tipo": "RIFL",
+        "status": "PAGA",
+        "endToEndId": paid_e2e,
+        "atualizacao": [
+            {"status": "SOLICITADA", "data": "2026-12-05T11:00:00Z"},
+            {"status": "PAGA", "data": "2026-12-06T10:00:00Z"},
+        ],
+    }
+
+    def charge(attempts: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "idRec": "RR1234567820241128abcdefghijC",
+            "txid": txid,
+            "status": "CONCLUIDA",
+            "valor": {"original": "35.00"},
+            "atualizacao": [
+                {"status": "ATIVA", "data": "2026-11-28T10:00:00Z"},
+                {"status": "CONCLUIDA", "data": "2026-12-06T10:00:00Z"},
+            ],
+            "tentativas": attempts,
+        }
+
+    for attempts in ([rejected, paid], [paid, rejected]):
+        answer = running_node.http.post(
+            "/webhooks/qrcode/cobr", json={"cobsr": [charge(attempts)]}, headers=HEADERS
+        )
+        assert answer.status_code == 200, answer.text
+    assert answer.json()["duplicates"] == 1
+    running_node.wait_processed()
+    with session_scope(running_node.node.engine) as session:
+        keys = session.execute(
+            select(col(InboxItem.key)).where(col(InboxItem.kind) == "cobr")
+        ).all()
+        stored = session.execute(select(RecurringCharge)).scalar_one()
+    assert [key for (key,) in keys] == [f"cobr:{txid}:CONCLUIDA:2.PAGA"]
+    assert (stored.last_attempt_status, stored.last_attempt_end_to_end_id) == ("PAGA", paid_e2e)
