@@ -75,8 +75,24 @@ def split_body(document: Any, wrapper: str, what: str, fields: frozenset[str]) -
                 at = pointer([name])
                 found = _split(inner, wrapper, what, fields)
                 flagged = ItemWarning(at, f'{{"{wrapper}": [...]}} itself, not under {name}')
-                return Split([(at + where, raw) for where, raw in found], [flagged])
-    return Split(_split(document, wrapper, what, fields))
+                return _unnested(
+                    Split([(at + where, raw) for where, raw in found], [flagged]), what
+                )
+    return _unnested(Split(_split(document, wrapper, what, fields)), what)
+
+
+def _unnested(split: Split, what: str) -> Split:
+    """``{wrapper: [[{...}]]}``: the items one array deeper than documented, read where
+    they are and flagged there; refusing them would refuse their keys with them."""
+    candidates: list[Candidate] = []
+    warnings = list(split.warnings)
+    for at, raw in split.candidates:
+        if isinstance(raw, list) and raw and all(isinstance(entry, dict) for entry in raw):
+            candidates.extend((at + pointer([i]), entry) for i, entry in enumerate(raw))
+            warnings.append(ItemWarning(at, f"one {what} object, not an array of them"))
+        else:
+            candidates.append((at, raw))
+    return Split(candidates, warnings)
 
 
 def _split(document: Any, wrapper: str, what: str, fields: frozenset[str]) -> list[Candidate]:

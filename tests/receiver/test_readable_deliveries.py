@@ -126,6 +126,19 @@ def test_bodies_readable_only_leniently_are_stored_and_flagged(
     assert "came uncompressed" in _warned(items[f"pix:{plain['endToEndId']}"])["/"]
 
 
+def test_pix_one_array_deeper_than_documented_are_read_where_they_are(
+    running_node: RunningNode,
+) -> None:
+    first, second = pix(), pix()
+    nested = json.dumps({"pix": [[first, second]]}).encode()
+    assert _post(running_node, "/webhooks/qrcode/pix", nested)["new"] == 2
+    items = _items(running_node)
+    for one in (first, second):
+        assert _warned(items[f"pix:{one['endToEndId']}"])["/pix/0"] == (
+            "one Pix object, not an array of them"
+        )
+
+
 def test_pix_automatico_posted_to_the_bare_url_is_read_as_what_it_is(
     running_node: RunningNode,
 ) -> None:
