@@ -194,7 +194,9 @@ class InfractionData(Identified):
         extra = self.model_extra or {}
         for names in self.AMOUNTS:
             name = next((n for n in names if n in extra), None)
-            if name is None or pointer([name]) in already:
+            # ``null`` says there is none (an open case has debited nothing): no amount
+            # to read, nothing to flag.
+            if name is None or extra[name] is None or pointer([name]) in already:
                 continue
             try:
                 parse_amount(extra[name])

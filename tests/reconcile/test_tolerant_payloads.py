@@ -692,6 +692,9 @@ def test_an_infractions_amount_that_cannot_be_read_is_flagged(written: Any) -> N
     readable = {**data, "amount": "300.00", "debitedAmount": 12}
     (item,) = accounts_items({"type": "INFRACTION", "data": readable})
     assert _warnings(item) == {}
+    # An open case has debited nothing: ``null`` says so, and is no unreadable amount.
+    (item,) = accounts_items({"type": "INFRACTION", "data": {**readable, "debitedAmount": None}})
+    assert _warnings(item) == {}
 
 
 def test_a_running_balance_may_pass_the_largest_amount_of_one_pix() -> None:
