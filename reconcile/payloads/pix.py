@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import Field, SkipValidation, ValidationError
+from pydantic import BeforeValidator, Field, SkipValidation, ValidationError
 
 from reconcile.inbox import NewItem, dump_json
 from reconcile.models import ItemKind
@@ -70,11 +70,27 @@ REFUND_STATUSES = ("EM_PROCESSAMENTO", "DEVOLVIDO", "NAO_REALIZADO")
 NATUREZAS = ("ORIGINAL", "RETIRADA", "MED_OPERACIONAL", "MED_FRAUDE", "MED_PIX_AUTOMATICO")
 
 
+_DOCUMENT_PUNCTUATION = re.compile(r"[.\-/\s]")
+
+
+def _document_digits(value: Any) -> Any:
+    """A CPF or CNPJ written as people write it (``123.456.789-09``,
+    ``12.345.678/0001-95``) is its digits: read so, the raw body keeping the notation."""
+    if isinstance(value, str):
+        digits = _DOCUMENT_PUNCTUATION.sub("", value)
+        if digits.isdigit() and len(digits) in (11, 14):
+            return digits
+    return value
+
+
+Document = Annotated[str | None, BeforeValidator(_document_digits)]
+
+
 class Pagador(Tolerant):
     """Non-standard payer block some providers add to the BCB callback."""
 
-    cpf: str | None = Field(default=None, max_length=14)
-    cnpj: str | None = Field(default=None, max_length=14)
+    cpf: Document = Field(default=None, max_length=14)
+    cnpj: Document = Field(default=None, max_length=14)
     nome: str | None = Field(default=None, max_length=200)
 
 

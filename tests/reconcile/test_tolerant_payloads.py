@@ -728,3 +728,23 @@ def test_a_recurrence_update_is_one_key_whatever_its_time_notation(written: str)
     }
     (item,) = rec_callback_items({"recs": [rec]})
     assert item.key == "rec:RR12345678202611271zzzzzzzz1:APROVADA:2026-11-27T15:05:00.000Z"
+
+
+@pytest.mark.parametrize(
+    ("field", "written", "read"),
+    [
+        ("cpf", "123.456.789-09", "12345678909"),
+        ("cnpj", "12.345.678/0001-95", "12345678000195"),
+        ("cnpj", "12345678000195", "12345678000195"),
+    ],
+)
+def test_a_payers_document_written_as_people_write_it_is_its_digits(
+    field: str, written: str, read: str
+) -> None:
+    from reconcile.handlers.pix import tolerant_pix_fields
+
+    body = pix(pagador={field: written, "nome": "Loja"})
+    (item,) = pix_callback_items({"pix": [body]})
+    assert _warnings(item) == {}
+    assert json.loads(item.payload)["pagador"][field] == written  # the body as it came
+    assert tolerant_pix_fields(json.loads(item.payload)).payer_document == read
