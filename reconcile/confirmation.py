@@ -446,8 +446,18 @@ def confirm_pending_movements(
 ) -> ConfirmReport:
     """Payouts (TRANSFER, CASHOUT) by idempotency key or endToEndId; credits (RECEIVE) by
     the QR code API; refunds by the payout they refund, else by the Pix they refund. The
-    returns a payout's answer lists are the API's word on each (``take_api_returns``)."""
+    returns a payout's answer lists are the API's word on each (``take_api_returns``), and
+    so is the state it states of a payout whose notified one it contradicts
+    (``take_api_states``)."""
     returns: dict[str, int] = {}
+    states: dict[int, tuple[str, int | None]] = {}
+
+    def contradicted(due: Due, found: dict[str, Any]) -> StatusDisagrees:
+        stated = found.get("status")
+        if isinstance(stated, str):
+            cents = money_cents((found.get("payment") or {}).get("amount"))
+            states[due.id] = (stated, None if cents == UNKNOWN_AMOUNT else cents)
+        return StatusDisagrees(str(stated))
 
     def lookup(due: Due) -> int | None:
         kind, key, e2e = (due.fields[n] for n in ("type", "idempotency_key", "end_to_end_id"))
@@ -456,11 +466,10 @@ def confirm_pending_movements(
                 raise Unverifiable("a payout with neither idempotencyKey nor endToEndId")
             found = payments.get_payment_by_key(key) if key else payments.get_payment(e2e)
             returns.update(_listed_returns(found))
-            stated = found.get("status")
             # A payout is confirmed by its state too: notified as paid, the provider must
             # say so (a notification still PROCESSING may trail the provider).
-            if _outcomes_differ(due.fields["status"], stated):
-                raise StatusDisagrees(str(stated))
+            if _outcomes_differ(due.fields["status"], found.get("status")):
+                raise contradicted(due, found)
             return money_cents((found.get("payment") or {}).get("amount"))
         if kind == "RECEIVE":
             return money_cents(pix_of(pix, e2e).get("valor")) if pix and e2e else None
@@ -478,7 +487,7 @@ def confirm_pending_movements(
             # a return of it. Knowing the payout is not enough, or a forged return of a
             # real payout would count as money back.
             if found.get("status") not in RETURNED and not found.get("refunds"):
-                raise StatusDisagrees(str(found.get("status")))
+                raise contradicted(due, found)
             # Each return's amount is then the API's (``take_api_returns``); the payout's
             # own is checked as a payout's is.
             return money_cents((found.get("payment") or {}).get("amount"))
@@ -493,6 +502,7 @@ def confirm_pending_movements(
         limit=limit,
     )
     take_api_returns(engine, returns)
+    take_api_states(engine, states)
     return report
 
 
@@ -525,6 +535,35 @@ def take_api_returns(engine: Engine, stated: dict[str, int]) -> None:
             .where(table.c.ref == bindparam("b_ref"))
             .values(confirmed_amount_cents=bindparam("b_cents")),
             [{"b_ref": ref, "b_cents": cents} for ref, cents in sorted(stated.items())],
+        )
+
+
+def take_api_states(engine: Engine, stated: dict[int, tuple[str, int | None]]) -> None:
+    """What the provider's API states of each payout whose notified state it contradicts
+    (``status_mismatch``): its status and amount, kept beside the notification. That
+    notification replaced the row, and with it any state the API had confirmed before
+    (an outcome ranks alike whatever it is); without the API's word the money it stands
+    behind would stop counting. ``matching/payouts.py`` counts the payout as the API
+    states it and judges the notification as its exception. A row a newer notification
+    has replaced since is left to that one's look-up."""
+    if not stated:
+        return
+    table = table_of(AccountMovement)
+    with session_scope(engine) as session:
+        session.execute(
+            update(table)
+            .where(
+                table.c.id == bindparam("b_row_id"),
+                table.c.confirmation == Confirmation.STATUS_MISMATCH.value,
+            )
+            .values(
+                confirmed_status=bindparam("b_status"),
+                confirmed_amount_cents=bindparam("b_cents"),
+            ),
+            [
+                {"b_row_id": row_id, "b_status": status[:32], "b_cents": cents}
+                for row_id, (status, cents) in sorted(stated.items())
+            ],
         )
 
 

@@ -326,6 +326,15 @@ class AccountMovement(AccountMovementBase, LatestState, Confirmable, table=True)
         sa_type=UtcDateTime,
         description="when the first notification or poll of it was received",
     )
+    # A notification may replace a state the API had confirmed (an outcome ranks alike
+    # whatever it is): the API's word must survive it, or the money it stands behind
+    # stops counting while the notification it contradicts is judged.
+    confirmed_status: str | None = Field(
+        default=None,
+        max_length=32,
+        description="the status the provider's API states of a payout whose notified one it "
+        "contradicts (status_mismatch): the state it counts as",
+    )
 
 
 class PayoutReturnBase(SQLModel):

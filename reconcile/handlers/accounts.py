@@ -74,18 +74,22 @@ def _data(item: InboxItem) -> tuple[str, Any]:
 
 
 def _confirmation(item: InboxItem, amount_cents: int | None) -> dict[str, Any]:
-    """Polled from the API: confirmed as it stands. Notified: to be looked up."""
+    """Polled from the API: confirmed as it stands. Notified: to be looked up. Either way
+    the status an earlier look-up found the API stating against the row's previous state
+    (``confirmed_status``) is not this state's: its own look-up says it again."""
     now = utcnow()
     if item.source == Source.POLL.value:
         return {
             "confirmation": Confirmation.CONFIRMED.value,
             "confirmed_amount_cents": amount_cents,
+            "confirmed_status": None,
             "confirmed_at": now,
             "next_check_at": None,
         }
     return {
         "confirmation": Confirmation.PENDING.value,
         "confirmed_amount_cents": None,
+        "confirmed_status": None,
         "confirmed_at": None,
         "next_check_at": now,
     }

@@ -81,6 +81,22 @@ DISPUTED = (
 """A notification of a payout the provider's API denies or contradicts."""
 
 
+def stated_by_api(M: FromClause) -> ColumnElement[bool]:
+    """A row whose notified status the provider's API contradicts, kept with the status
+    the API states (``confirmed_status``): the notification replaced the state the API had
+    confirmed (one row per type and reference, and an outcome ranks alike whatever it is),
+    so the row stands for both — the API's state, which counts, and the notification,
+    the payout's exception (``_disputed``)."""
+    return and_(
+        M.c.confirmation == Confirmation.STATUS_MISMATCH.value, M.c.confirmed_status.is_not(None)
+    )
+
+
+def counted_status(M: FromClause) -> ColumnElement[str]:
+    """A payout row's status as it counts: the API's where it contradicts the notified one."""
+    return case((stated_by_api(M), M.c.confirmed_status), else_=M.c.status)
+
+
 def return_cents(X: FromClause) -> ColumnElement[int]:
     """What a return counts for: the API's word once it stated one, else as notified."""
     return func.coalesce(X.c.confirmed_amount_cents, X.c.amount_cents)
@@ -198,7 +214,7 @@ def _over_later(ctx: RunContext) -> FromClause:
         M.c.outcome_seen_at < ctx.statement_end,
         M.c.processing_seen_at < since,
         is_payout(M),
-        M.c.status.in_(PAID_OUT),
+        counted_status(M).in_(PAID_OUT),
         payout_time(M) < ctx.start,
         ~_debited_before(key, M.c.end_to_end_id, since),
     )
@@ -264,15 +280,17 @@ def latest_payouts(ctx: RunContext) -> FromClause:
     """The day's payouts, each in its latest known state as of the day's end (the
     notifications of one payout share its key). The state is the latest one the provider's
     API does not deny or contradict: a rejection (``CASHOUT``) and a settlement
-    (``TRANSFER``) rank alike, and the API says which one holds. A notification it denies
-    or contradicts is never dropped for that: the payout carries it (``disputed``), and
-    its day judges it (``match_payouts``). A return made after the day's end is
-    not that day's: its notification is left out, and a payout returned later counts as
-    it stood then, settled. A payout seen processing whose outcome came only after the
-    day's date lag, and that the statement had not debited by then, stood processing:
-    the day its outcome came judges its money (``_over_later``). A Pix created in the day
-    and scheduled for a later one stood processing too (``scheduled``: its line, if one
-    falls in the date lag, is the day it moved's, not matched here)."""
+    (``TRANSFER``) rank alike, and the API says which one holds; a row a notification it
+    contradicts replaced counts as the state the API states (``stated_by_api``). A
+    notification it denies or contradicts is never dropped for that: the payout carries
+    it (``disputed``), and its day judges it (``match_payouts``). A return made after the
+    day's end is not that day's: its notification is left out, and a payout returned
+    later counts as it stood then, settled. A payout seen processing whose outcome came
+    only after the day's date lag, and that the statement had not debited by then, stood
+    processing: the day its outcome came judges its money (``_over_later``). A Pix
+    created in the day and scheduled for a later one stood processing too
+    (``scheduled``: its line, if one falls in the date lag, is the day it moved's, not
+    matched here)."""
     M = table_of(AccountMovement)
     key = payout_key(M)
     returned = _returned(ctx)
@@ -280,14 +298,24 @@ def latest_payouts(ctx: RunContext) -> FromClause:
     heard_late = _first_heard_late(ctx)
     scheduled = and_(ctx.within(M.c.provider_created_at), M.c.moved_at >= ctx.end)
     disputed = case((M.c.confirmation.in_(DISPUTED), 1), else_=0)
+    # A row whose notification the API contradicts, kept with what the API states: the
+    # API's state is its word, and counts as one it confirmed. Such a row still ranks
+    # after one the API confirmed as notified.
+    api_states = stated_by_api(M)
     ranked = (
         select(
             key.label("key"),
-            M.c.status,
-            M.c.amount_cents,
+            counted_status(M).label("status"),
+            case(
+                (api_states, func.coalesce(M.c.confirmed_amount_cents, M.c.amount_cents)),
+                else_=M.c.amount_cents,
+            ).label("amount_cents"),
             M.c.refunded_cents,
             returned.c.cents.label("returned"),
-            M.c.confirmation,
+            case(
+                (api_states, literal(Confirmation.CONFIRMED.value, String)),
+                else_=M.c.confirmation,
+            ).label("confirmation"),
             M.c.inbox_item_id,
             M.c.updated_at,
             ctx.within(payout_time(M)).label("own_day"),
@@ -298,9 +326,13 @@ def latest_payouts(ctx: RunContext) -> FromClause:
             .label("nth"),
             # What the payout was for, as the API confirmed it, else as any notification of
             # it stated: a rejection (a CASHOUT) seldom repeats the amount, and finance must
-            # see what did not go out. Not as a notification the API contradicts states it.
+            # see what did not go out. Not as a notification the API contradicts states it,
+            # but as the API does where it stated its own.
             func.max(
-                case((disputed == 0, func.coalesce(M.c.confirmed_amount_cents, M.c.amount_cents)))
+                case(
+                    (disputed == 0, func.coalesce(M.c.confirmed_amount_cents, M.c.amount_cents)),
+                    (api_states, M.c.confirmed_amount_cents),
+                )
             )
             .over(partition_by=key)
             .label("stated_cents"),

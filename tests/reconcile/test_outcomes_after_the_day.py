@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
+from reconcile.confirmation import confirm_pending_movements
 from reconcile.matching.judgement import DayVerdict
 from reconcile.models import Source
 from reconcile.nightly import NightlyResult, reconcile_day
 from reconcile.payloads.accounts import accounts_items
+from reconcile.provider.errors import NotFound
 from reconcile.timeutil import business_day_bounds
 from tests.reconcile.day_book import DayBook, verdicts_of
 
@@ -328,3 +330,41 @@ def test_a_rejection_that_states_no_amount_carries_what_the_api_confirmed(
     result = reconcile_day(engine, DAY, now=_after(DAY))
     verdict = verdicts_of(engine, result)[("payout", KEY)]
     assert (verdict.status, verdict.expected_cents, verdict.actual_cents) == ("rejected", 25_000, 0)
+
+
+class _SettledAtTheProvider:
+    """The accounts API, stating the overnight payout paid out."""
+
+    def __init__(self, book: DayBook) -> None:
+        self.payout = book.payout_data(KEY, 25_000, "22:00")
+
+    def get_payment_by_key(self, key: str) -> dict[str, Any]:
+        if key != KEY:
+            raise NotFound(key)
+        return self.payout
+
+    def get_payment(self, end_to_end_id: str) -> dict[str, Any]:
+        raise NotFound(end_to_end_id)
+
+
+def test_a_payout_settled_the_next_day_then_notified_canceled_counts_as_the_api_states(
+    engine: Engine,
+) -> None:
+    """Its outcome came the next day, and a notification of the same payout saying it was
+    canceled replaced it: the API still says it was paid out, so that day judges its money
+    as it would have, and the notification is its exception."""
+    book, _ = _first_day(engine)
+    following = book.next_day()
+    _overnight(book, "LIQUIDATED", following.day, "09:00")
+    following.line("PIX_PAYMENT", 25_000, "09:01", credit=False, idempotencyKey=KEY)
+    forged = book.payout_data(KEY, 25_000, "22:00", status="CANCELED")
+    book.transfer(forged, received=book.at("10:00", following.day))
+    confirm_pending_movements(engine, _SettledAtTheProvider(book), None, grace=timedelta(0))
+
+    next_day = reconcile_day(engine, following.day, now=_after(following.day))
+    payout = verdicts_of(engine, next_day)[("payout", KEY)]
+    assert (payout.status, payout.exception) == ("status_mismatch", True)
+    assert "API says this payout was paid out" in payout.reason
+    assert next_day.verdict == DayVerdict.BREAKS
+    figures = _payouts(next_day)
+    assert (figures["api_cents"], figures["statement_cents"]) == (25_000, 25_000)

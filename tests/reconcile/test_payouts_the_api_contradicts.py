@@ -154,3 +154,62 @@ def test_a_return_notified_larger_than_the_api_states_counts_the_apis(engine: En
         "count the return as the R$ 10,00 the provider's API states, not the R$ 40,00 "
         "notified: find out who sent that notification"
     )
+
+
+@pytest.mark.parametrize("forged", ["CANCELED", "REJECTED"])
+def test_a_settled_payout_notified_again_as_not_paid_counts_as_the_api_states(
+    engine: Engine, forged: str
+) -> None:
+    """A notification of the same payout (its ``id``) with another outcome replaces the
+    state the API confirmed — an outcome ranks alike whatever it is. The API still says
+    it was paid out: its money counts, matched to its debit, and the notification is the
+    day's exception."""
+    book = DayBook(engine, PAST)
+    paid = book.payout_data("po-ok", 8_000, "09:00", endToEndId=PAYOUT_E2E)
+    book.transfer(paid)
+    book.line("PIX_PAYMENT", 8_000, "09:01", credit=False, idempotencyKey="po-ok")
+    provider = _Provider(paid)
+    _confirm(engine, provider)
+    book.transfer({**paid, "status": forged, "errorCode": "AC03"})
+    _confirm(engine, provider)
+
+    result = reconcile_day(engine, PAST, now=AFTER)
+    payout = verdicts_of(engine, result)[("payout", "po-ok")]
+    assert (payout.status, payout.exception) == ("status_mismatch", True)
+    assert "API says this payout was paid out" in payout.reason
+    assert "possible forgery" in payout.reason
+    # The statement's debit, against what the notification claimed.
+    assert (payout.expected_cents, payout.actual_cents) == (8_000, 8_000)
+    assert payout.statement_entry_id is not None
+    assert result.verdict == DayVerdict.BREAKS
+    # The money the API stands behind went out, as the statement says.
+    assert _bridge(result, "payouts")[1:] == (8_000, 8_000)
+    assert _action(engine, "po-ok") == (
+        "check the status of the payout of R$ 80,00 with the provider before paying again"
+    )
+
+
+def test_a_rejected_payout_notified_again_as_settled_counts_nothing(engine: Engine) -> None:
+    """The other way round, by the same payout's row: the API's rejection holds, and the
+    settlement that replaced it is the day's exception, never money out."""
+    book = DayBook(engine, PAST)
+    book.transfer(book.payout_data("po-ok", 8_000, "09:00"))
+    book.line("PIX_PAYMENT", 8_000, "09:01", credit=False, idempotencyKey="po-ok")
+    rejected = {
+        **book.payout_data("po-rej", 6_000, "10:00", endToEndId=REJECTED_E2E),
+        "status": "REJECTED",
+        "errorCode": "AC03",
+    }
+    book.transfer(rejected)
+    provider = _Provider(book.payout_data("po-ok", 8_000, "09:00"), rejected)
+    _confirm(engine, provider)
+    book.transfer({**rejected, "status": "LIQUIDATED", "errorCode": None})
+    _confirm(engine, provider)
+
+    result = reconcile_day(engine, PAST, now=AFTER)
+    payout = verdicts_of(engine, result)[("payout", "po-rej")]
+    assert (payout.status, payout.exception) == ("status_mismatch", True)
+    assert "API says this payout was not paid out" in payout.reason
+    assert (payout.expected_cents, payout.actual_cents) == (None, 6_000)
+    assert result.verdict == DayVerdict.BREAKS
+    assert _bridge(result, "payouts")[1:] == (8_000, 8_000)

@@ -130,3 +130,26 @@ def test_forged_transfer_is_flagged_and_real_one_confirmed(
     assert by_key["nope"].confirmation == "unconfirmed_webhook"
     assert by_key[tampered_key].confirmation == "amount_mismatch"
     assert by_key[tampered_key].confirmed_amount_cents == 100
+
+
+def test_a_payout_notified_canceled_after_it_settled_keeps_what_the_api_states(
+    node: RunningNode, provider: SandboxProvider
+) -> None:
+    """A notification with the payout's own ``id`` and another outcome replaces its row
+    (an outcome ranks alike whatever it is); the look-up keeps beside it what the API
+    states, for the day to count."""
+    provider.accounts.create_payment("payout-5", Decimal("12.34"), pix_key="y@ex.com")
+    provider.accounts.settle_payment("payout-5")
+    real = transfer_notification(provider.accounts, "payout-5")
+    assert _post(node, real) == 200
+    node.wait_processed()
+    node.node.runtime.jobs.confirm()
+    forged = {"type": "TRANSFER", "data": dict(real["data"], status="CANCELED")}
+    assert _post(node, forged) == 200
+    node.wait_processed()
+
+    node.node.runtime.jobs.confirm()
+
+    (row,) = _rows(node.node.engine, AccountMovement)
+    assert (row.status, row.confirmation) == ("CANCELED", "status_mismatch")
+    assert (row.confirmed_status, row.confirmed_amount_cents) == ("LIQUIDATED", 1234)
