@@ -5,10 +5,12 @@ poll of the same case in the same status was a repeat of that notification, neve
 a forged "closed, debited" counted as money the API stood behind. ``infraction`` now
 keeps whether the API confirmed the closing (``confirmation``) and the debit it states
 (``confirmed_debited_cents``) beside the notified one. Cases stored closed before this
-revision stay as they were judged (``confirmed``, the debit they hold): a past day
-re-run after the upgrade must read the money it read before, and a case asked again only
-once the workers' confirm job runs would meanwhile read as a possible forgery. Closings
-notified from this revision on are asked.
+revision stay as they were judged: a past day re-run after the upgrade must read the
+money it read before, and a case asked again only once the workers' confirm job runs would
+meanwhile read as a possible forgery. A case read from the API (polled, or looked up for
+its Pix) was the API's word, its debit counted there (``confirmed``); one only notified
+counted in the day's verdicts but not as the API's (``not_required``, as when look-ups are
+off). Closings notified from this revision on are asked.
 
 Revision ID: 0030
 Revises: 0029
@@ -38,7 +40,14 @@ def upgrade() -> None:
     op.execute(
         "UPDATE infraction SET confirmation = 'confirmed', "
         "confirmed_debited_cents = debited_cents "
-        "WHERE upper(status) NOT IN ('OPEN', 'ACKNOWLEDGED', 'UNKNOWN_TO_PROVIDER')"
+        "WHERE upper(status) NOT IN ('OPEN', 'ACKNOWLEDGED', 'UNKNOWN_TO_PROVIDER') AND ("
+        "end_to_end_id IS NOT NULL OR inbox_item_id IN "
+        "(SELECT id FROM inbox_item WHERE poll_count > 0))"
+    )
+    op.execute(
+        "UPDATE infraction SET confirmation = 'not_required' "
+        "WHERE upper(status) NOT IN ('OPEN', 'ACKNOWLEDGED', 'UNKNOWN_TO_PROVIDER') "
+        "AND confirmation IS NULL"
     )
 
 

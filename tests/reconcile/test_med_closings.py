@@ -175,22 +175,33 @@ def test_a_closing_waiting_for_the_api_today_says_when_it_becomes_a_break(
 
 
 def test_the_migration_keeps_closings_stored_before_it_as_judged(blank_url: str) -> None:
-    """Cases stored closed before the API confirmed closings stay as they were judged,
-    however they came: a past day re-run after the upgrade reads the money it read before
-    (asked again, a notified one read as a possible forgery until the confirm job ran)."""
+    """Cases stored closed before the API confirmed closings stay as they were judged: a
+    past day re-run after the upgrade reads the money it read before (asked again, a
+    notified one read as a possible forgery until the confirm job ran). One read from the
+    API was the API's debit; one only notified counted, but not as the API's."""
     engine = create_db_engine(blank_url)
     upgrade(engine, "0029")
     at = datetime(2026, 3, 10, 16, 0, tzinfo=UTC)
     with engine.begin() as connection:
-        for source, case_id in (("webhook", "med-notified"), ("poll", "med-polled")):
+        for source, case_id, webhooks, polls in (
+            ("webhook", "med-notified", 1, 0),
+            ("poll", "med-polled", 0, 1),
+            ("webhook", "med-seen-by-both", 1, 1),
+        ):
             item = connection.execute(
                 text(
                     "INSERT INTO inbox_item (source, kind, key, payload, status, received_at, "
                     "last_seen_at, webhook_count, poll_count, attempts) VALUES (:source, "
-                    "'accounts.infraction', :key, '{}', 'processed', :at, :at, 1, 0, 1) "
-                    "RETURNING id"
+                    "'accounts.infraction', :key, '{}', 'processed', :at, :at, :webhooks, "
+                    ":polls, 1) RETURNING id"
                 ),
-                {"source": source, "key": f"accounts:INFRACTION:{case_id}:CLOSED", "at": at},
+                {
+                    "source": source,
+                    "key": f"accounts:INFRACTION:{case_id}:CLOSED",
+                    "at": at,
+                    "webhooks": webhooks,
+                    "polls": polls,
+                },
             ).scalar_one()
             connection.execute(
                 text(
@@ -209,4 +220,8 @@ def test_the_migration_keeps_closings_stored_before_it_as_judged(blank_url: str)
             )
         )
     engine.dispose()
-    assert rows == {"med-notified": ("confirmed", 2000), "med-polled": ("confirmed", 2000)}
+    assert rows == {
+        "med-notified": ("not_required", None),
+        "med-polled": ("confirmed", 2000),
+        "med-seen-by-both": ("confirmed", 2000),
+    }
