@@ -79,6 +79,7 @@ class Unverifiable(Exception):
 PAID_OUT = frozenset({"LIQUIDATED", "PARTIALLY_REFUNDED", "REFUNDED"})
 NOT_PAID = frozenset({"REJECTED", "CANCELED"})
 RETURNED = frozenset({"PARTIALLY_REFUNDED", "REFUNDED"})
+OUTCOMES = PAID_OUT | NOT_PAID
 
 
 def _outcomes_differ(notified: object, stated: object) -> bool:
@@ -92,6 +93,12 @@ def _outcomes_differ(notified: object, stated: object) -> bool:
 class StatusDisagrees(Exception):
     """The API knows the movement, settled otherwise than notified (e.g. notified
     LIQUIDATED, REJECTED at the provider)."""
+
+
+class AheadOfApi(StatusDisagrees):
+    """Notified with an outcome (paid, or not paid) while the API still states the
+    movement in progress: inside the grace period the API may catch up; past it, what
+    was notified is what the API does not state."""
 
 
 class PixLookup(Protocol):
@@ -274,6 +281,15 @@ def _judge(
         except STOP_ERRORS:
             report.interrupted = True
             break
+        except AheadOfApi:
+            if now - row.created_at < grace:
+                retry_at = now + _recheck_after(row.attempts + 1)
+                outcomes.append((row.id, Confirmation.PENDING.value, None, retry_at))
+                report.still_pending.append(row.id)
+                continue
+            outcomes.append((row.id, Confirmation.STATUS_MISMATCH.value, None, None))
+            report.mismatched.append(row.id)
+            continue
         except StatusDisagrees as exc:
             outcomes.append((row.id, Confirmation.STATUS_MISMATCH.value, None, None))
             report.mismatched.append(row.id)
@@ -470,6 +486,16 @@ def confirm_pending_movements(
             # say so (a notification still PROCESSING may trail the provider).
             if _outcomes_differ(due.fields["status"], found.get("status")):
                 raise contradicted(due, found)
+            stated = found.get("status")
+            if (
+                due.fields["status"] in OUTCOMES
+                and isinstance(stated, str)
+                and stated not in OUTCOMES
+            ):
+                # Money notified as paid out (or a payout as refused) is not the API's
+                # word while the API says it is still being processed.
+                contradicted(due, found)
+                raise AheadOfApi(stated)
             return money_cents((found.get("payment") or {}).get("amount"))
         if kind == "RECEIVE":
             return money_cents(pix_of(pix, e2e).get("valor")) if pix and e2e else None

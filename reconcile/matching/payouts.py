@@ -433,11 +433,34 @@ def day_returns(ctx: RunContext) -> FromClause:
     )
 
 
-def _contradicted(confirmation: ColumnElement[str], status: ColumnElement[str]) -> list[Verdict]:
+def _contradicted(
+    confirmation: ColumnElement[str],
+    status: ColumnElement[str],
+    api_status: ColumnElement[str] | None = None,
+) -> list[Verdict]:
     """A notification whose outcome the provider's API contradicts (``STATUS_MISMATCH``),
-    in words of what each said: the notification's ``status`` is what it claimed."""
+    in words of what each said: the notification's ``status`` is what it claimed, and
+    ``api_status`` (where known) what the API states."""
     mismatch = confirmation == Confirmation.STATUS_MISMATCH.value
+    ahead: list[Verdict] = []
+    if api_status is not None:
+        # An outcome notified while the API still has the payout in progress.
+        ahead.append(
+            (
+                and_(
+                    mismatch,
+                    status.in_((*PAID_OUT, *NOT_PAID)),
+                    api_status.not_in((*PAID_OUT, *NOT_PAID)),
+                ),
+                "status_mismatch",
+                True,
+                "a notification gave this payout an outcome the provider's API does not "
+                "state: it still has it in progress (possible forgery): nothing of the "
+                "notification counts until the API states it",
+            )
+        )
     return [
+        *ahead,
         (
             and_(mismatch, status.in_(RETURNED)),
             "status_mismatch",
@@ -538,7 +561,7 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         *_contradicted(m.c.confirmation, m.c.status),
         # Its state is one the API stands behind, and a notification of it the API
         # denies or contradicts is the day's all the same.
-        *_contradicted(m.c.disputed, m.c.disputed_status),
+        *_contradicted(m.c.disputed, m.c.disputed_status, m.c.status),
         (
             m.c.disputed == Confirmation.AMOUNT_MISMATCH.value,
             "amount_mismatch",

@@ -8,13 +8,13 @@ from datetime import date, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select, update
 
 from reconcile.cases import case_rows
 from reconcile.confirmation import confirm_pending_movements
 from reconcile.db import session_scope
 from reconcile.matching.judgement import DayVerdict
-from reconcile.models import Source
+from reconcile.models import AccountMovement, Source
 from reconcile.nightly import NightlyResult, reconcile_day
 from reconcile.payloads.accounts import accounts_items
 from reconcile.provider.errors import NotFound
@@ -213,3 +213,34 @@ def test_a_rejected_payout_notified_again_as_settled_counts_nothing(engine: Engi
     assert (payout.expected_cents, payout.actual_cents) == (None, 6_000)
     assert result.verdict == DayVerdict.BREAKS
     assert _bridge(result, "payouts")[1:] == (8_000, 8_000)
+
+
+def test_a_payout_notified_paid_while_the_api_still_processes_it_counts_nothing_yet(
+    engine: Engine,
+) -> None:
+    """Notified LIQUIDATED, PROCESSING at the provider: not the API's money while the API
+    may still catch up (pending, asked again), and past the grace period the day's
+    exception; the money never counts as the API's."""
+    book = DayBook(engine, PAST)
+    sale = book.pix(5_000, "08:00")
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 5_000, "08:00", credit=True, endToEndId=sale)
+    notified = book.payout_data("po-early", 8_000, "09:00", endToEndId=PAYOUT_E2E)
+    book.transfer(notified)
+    provider = _Provider({**notified, "status": "PROCESSING"})
+    inside = confirm_pending_movements(engine, provider, None, grace=timedelta(hours=1))
+    assert inside.still_pending
+    assert not inside.confirmed
+    with session_scope(engine) as session:  # asked again, past the grace period
+        session.execute(update(AccountMovement).values(next_check_at=AFTER - timedelta(days=1)))
+    _confirm(engine, provider)
+
+    with session_scope(engine) as session:
+        stored = session.execute(select(AccountMovement)).scalar_one()
+    assert (stored.confirmation, stored.confirmed_status) == ("status_mismatch", "PROCESSING")
+    result = reconcile_day(engine, PAST, now=AFTER)
+    payout = verdicts_of(engine, result)[("payout", "po-early")]
+    assert (payout.status, payout.exception) == ("status_mismatch", True)
+    assert "it still has it in progress" in payout.reason
+    assert _bridge(result, "payouts")[1] == 0
+    assert result.verdict == DayVerdict.BREAKS
