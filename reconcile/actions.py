@@ -65,8 +65,37 @@ def _about_a_return(
     return f"ask the provider why the return of {brl(actual)} was not credited as notified"
 
 
-def _about_a_payout(status: str, expected: int | None, actual: int | None) -> str:
+# How a payout's reason begins when the provider's API contradicts its notification
+# (``matching/payouts.py``): the action depends on which way.
+API_SAYS_PAID = "the provider's API says this payout was paid out"
+API_SAYS_NOT_PAID = "the provider's API says this payout was not paid out"
+API_STILL_PROCESSING = "it still has it in progress"
+
+
+def _about_a_payout(
+    status: str, expected: int | None, actual: int | None, reason: str | None = None
+) -> str:
     # ``expected`` is what the statement debited, ``actual`` what was notified.
+    said = reason or ""
+    paid = actual if actual is not None else expected
+    if status == "status_mismatch" and API_SAYS_PAID in said:
+        # The money left: "paying again" here would pay the recipient twice.
+        return (
+            f"do not pay it again: the payout of {brl(paid)} was paid out, as the provider's "
+            "API states; ask the provider who sent the notification that said otherwise"
+        )
+    if status == "status_mismatch" and API_SAYS_NOT_PAID in said:
+        claimed = expected if expected is not None else actual
+        return (
+            f"do not count the payout of {brl(claimed)} as paid: the provider's API says it was "
+            "not; pay the recipient again only if it is still owed, and ask the provider who "
+            "sent the notification that said it was settled"
+        )
+    if status == "status_mismatch" and API_STILL_PROCESSING in said:
+        return (
+            f"wait for the provider's outcome of the payout of {brl(paid)} before counting "
+            "it or paying again: its API still has it in progress"
+        )
     if status == "missing_webhook":
         return (
             f"ask the provider which payout the {brl(expected)} debited belongs to, and pay "
@@ -87,7 +116,6 @@ def _about_a_payout(status: str, expected: int | None, actual: int | None) -> st
             f"ask the provider why the statement debited {brl(expected)} for a payout "
             f"notified as {brl(actual)}"
         )
-    paid = actual if actual is not None else expected
     return f"check the status of the payout of {brl(paid)} with the provider before paying again"
 
 
@@ -173,7 +201,7 @@ def suggested_action(
             "itemised another amount"
         )
     if subject == "payout":
-        return _about_a_payout(status, expected, actual)
+        return _about_a_payout(status, expected, actual, reason)
     if subject == "movement":
         if status == "unconfirmed_webhook":
             # Only the notification names an amount; the API stands behind none.
@@ -209,9 +237,12 @@ def suggested_action(
             return f"ask the provider: notified {brl(actual)}, it stands behind {brl(expected)}"
         booked = actual if actual is not None else expected
         if reason is not None and API_STATES_OTHERWISE in reason:
+            # ``expected`` is what the notification said was refunded.
+            asked = expected if expected is not None else actual
             return (
-                f"ask the provider about the refund of {brl(booked)} notified as made: its "
-                "API states another outcome, so it is not counted as sent"
+                f"ask the provider about the refund of {brl(asked)} notified as made: its "
+                "API states another outcome, so it is not counted as sent (the payer may "
+                "still be owed it)"
             )
         return f"ask the provider why the statement does not book the {brl(booked)}"
     if subject == "infraction":

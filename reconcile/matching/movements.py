@@ -352,6 +352,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
     # ``later`` is NULL for a refund with no settlement time: a refused one, above all.
     refused = and_(r.c.status == "NAO_REALIZADO", ~booked, r.c.later.is_not(True))
     api_amount_differs = r.c.confirmation == Confirmation.AMOUNT_MISMATCH.value
+    api_denies = r.c.confirmation == Confirmation.STATUS_MISMATCH.value
     verdicts: list[Verdict] = [
         (carried_in, "matched", False, "refunded the day before and booked today (carried in)"),
         (
@@ -379,7 +380,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         # What the API states of a refund it knows outranks the statement: a refund it says
         # was not made, notified as made, is not money that left, booked or not.
         (
-            r.c.confirmation == Confirmation.STATUS_MISMATCH.value,
+            api_denies,
             "status_mismatch",
             True,
             f"a refund notified as made, but {actions.API_STATES_OTHERWISE} for it (possible "
@@ -437,10 +438,16 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         # One the API states with another amount: what it stands behind.
         expected=case(
             (api_amount_differs, r.c.confirmed_amount_cents),
-            (refused, r.c.amount_cents),
+            (or_(refused, api_denies), r.c.amount_cents),
             else_=s.c.cents,
         ),
-        actual=case((refused, literal(0, BigInteger)), else_=r.c.amount_cents),
+        # A refund the API says was not made moved nothing, whatever was notified: a sum of
+        # ``actual`` is money that moved (what a line booked of it, if one did).
+        actual=case(
+            (refused, literal(0, BigInteger)),
+            (api_denies, func.coalesce(s.c.cents, literal(0, BigInteger))),
+            else_=r.c.amount_cents,
+        ),
         source=source_of(webhooks, polls),
         inbox_item_id=r.c.inbox_item_id,
         statement_id=s.c.sid,

@@ -455,7 +455,7 @@ def _contradicted(
                 "status_mismatch",
                 True,
                 "a notification gave this payout an outcome the provider's API does not "
-                "state: it still has it in progress (possible forgery): nothing of the "
+                f"state: {actions.API_STILL_PROCESSING} (possible forgery): nothing of the "
                 "notification counts until the API states it",
             )
         )
@@ -472,15 +472,15 @@ def _contradicted(
             and_(mismatch, status.in_(PAID_OUT)),
             "status_mismatch",
             True,
-            "the provider's API says this payout was not paid out (rejected or canceled), but "
-            "a notification said it was settled (possible forgery): do not count it",
+            f"{actions.API_SAYS_NOT_PAID} (rejected or canceled), but a notification said it "
+            "was settled (possible forgery): do not count it",
         ),
         (
             and_(mismatch, status.in_(NOT_PAID)),
             "status_mismatch",
             True,
-            "the provider's API says this payout was paid out, but a notification said it was "
-            "rejected or canceled (possible forgery)",
+            f"{actions.API_SAYS_PAID}, but a notification said it was rejected or canceled "
+            "(possible forgery)",
         ),
         (
             mismatch,
@@ -628,11 +628,18 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         "settled and debited",
         default_status="settled",
         # A payout that did not go out: what it was for, and nothing moved.
-        expected=case((flagged, s.c.cents), (not_paid, m.c.stated_cents), else_=s.c.cents),
+        # A notification the API contradicts on a payout that did not go out: what it
+        # claimed, and nothing moved — so that a sum of ``actual`` is money that moved.
+        expected=case(
+            (and_(flagged, not_paid), func.coalesce(m.c.disputed_cents, m.c.amount_cents)),
+            (flagged, s.c.cents),
+            (not_paid, m.c.stated_cents),
+            else_=s.c.cents,
+        ),
         actual=case(
+            (not_paid, literal(0, BigInteger)),
             # A rejection seldom states an amount: then the payout's own.
             (flagged, func.coalesce(m.c.disputed_cents, m.c.amount_cents)),
-            (not_paid, literal(0, BigInteger)),
             else_=m.c.amount_cents,
         ),
         # How its latest state came: a payout whose notifications were lost is polled.

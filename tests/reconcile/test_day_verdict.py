@@ -373,6 +373,8 @@ def test_a_refund_the_api_states_otherwise_is_judged_by_what_the_api_says(
     assert "API states another outcome" in denied["reason"]
     assert "statement" not in denied["reason"]
     assert denied["action"].startswith("ask the provider about the refund of R$ 50,00")
+    # Asked, and nothing moved: a sum of ``actual`` is money that moved.
+    assert (denied["expected_cents"], denied["actual_cents"]) == (5_000, 0)
     smaller = rows[smaller_rtr]
     assert smaller["status"] == "amount_mismatch"
     assert (smaller["expected_cents"], smaller["actual_cents"]) == (1_500, 4_000)

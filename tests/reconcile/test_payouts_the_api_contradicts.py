@@ -97,13 +97,14 @@ def test_a_rejected_payout_notified_as_settled_is_a_break(engine: Engine, first:
     assert (payout.status, payout.exception) == ("status_mismatch", True)
     assert "API says this payout was not paid out" in payout.reason
     assert "possible forgery" in payout.reason
-    # What the notification claimed went out, and nothing the statement debited.
-    assert (payout.expected_cents, payout.actual_cents) == (None, 6_000)
+    # What the notification claimed went out, and nothing moved: a sum of ``actual`` is
+    # money that moved.
+    assert (payout.expected_cents, payout.actual_cents) == (6_000, 0)
     assert result.verdict == DayVerdict.BREAKS
     # Money the API says never went out is no payout in the API's column.
     assert _bridge(result, "payouts")[1:] == (8_000, 8_000)
-    assert _action(engine, "po-rej") == (
-        "check the status of the payout of R$ 60,00 with the provider before paying again"
+    assert _action(engine, "po-rej").startswith(
+        "do not count the payout of R$ 60,00 as paid: the provider's API says it was not"
     )
 
 
@@ -184,8 +185,9 @@ def test_a_settled_payout_notified_again_as_not_paid_counts_as_the_api_states(
     assert result.verdict == DayVerdict.BREAKS
     # The money the API stands behind went out, as the statement says.
     assert _bridge(result, "payouts")[1:] == (8_000, 8_000)
-    assert _action(engine, "po-ok") == (
-        "check the status of the payout of R$ 80,00 with the provider before paying again"
+    # The money left: never "before paying again", which would pay the recipient twice.
+    assert _action(engine, "po-ok").startswith(
+        "do not pay it again: the payout of R$ 80,00 was paid out, as the provider's API states"
     )
 
 
@@ -210,7 +212,7 @@ def test_a_rejected_payout_notified_again_as_settled_counts_nothing(engine: Engi
     payout = verdicts_of(engine, result)[("payout", "po-rej")]
     assert (payout.status, payout.exception) == ("status_mismatch", True)
     assert "API says this payout was not paid out" in payout.reason
-    assert (payout.expected_cents, payout.actual_cents) == (None, 6_000)
+    assert (payout.expected_cents, payout.actual_cents) == (6_000, 0)
     assert result.verdict == DayVerdict.BREAKS
     assert _bridge(result, "payouts")[1:] == (8_000, 8_000)
 
