@@ -30,6 +30,7 @@ from reconcile.models import (
     PixRefund,
     Recurrence,
     RecurringCharge,
+    UtcDateTime,
 )
 from reconcile.money import InvalidAmount, parse_amount, to_cents
 from reconcile.payloads import PayloadInvalid
@@ -811,7 +812,11 @@ def confirm_closed_infractions(
             continue
         agrees = notified in (None, stated)
         outcome = Confirmation.CONFIRMED if agrees else Confirmation.AMOUNT_MISMATCH
-        outcomes.append(_infraction_outcome(row_id, updated_at, outcome, stated))
+        # When it closed, as the API states it: a closing notified without its time (or
+        # with another) is dated by the API's, or a day would read the case open at its
+        # end, and the day it was notified closed, for good.
+        closed_at = read_timestamp(found.get("closedAt"))
+        outcomes.append(_infraction_outcome(row_id, updated_at, outcome, stated, closed_at))
         (report.confirmed if agrees else report.mismatched).append(row_id)
     if outcomes:
         table = table_of(Infraction)
@@ -828,6 +833,10 @@ def confirm_closed_infractions(
                 .values(
                     confirmation=bindparam("b_outcome"),
                     confirmed_debited_cents=bindparam("b_stated"),
+                    provider_updated_at=func.coalesce(
+                        bindparam("b_closed_at", type_=UtcDateTime),
+                        table.c.provider_updated_at,
+                    ),
                 ),
                 outcomes,
             )
@@ -841,9 +850,19 @@ def confirm_closed_infractions(
 
 
 def _infraction_outcome(
-    row_id: int, seen: datetime, outcome: Confirmation, stated: int | None = None
+    row_id: int,
+    seen: datetime,
+    outcome: Confirmation,
+    stated: int | None = None,
+    closed_at: datetime | None = None,
 ) -> dict[str, Any]:
-    return {"b_row_id": row_id, "b_seen": seen, "b_outcome": outcome.value, "b_stated": stated}
+    return {
+        "b_row_id": row_id,
+        "b_seen": seen,
+        "b_outcome": outcome.value,
+        "b_stated": stated,
+        "b_closed_at": closed_at,
+    }
 
 
 # Pix Automático: a recurrence (``rec``) or a recurring charge (``cobr``) notified is a claim

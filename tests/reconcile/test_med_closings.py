@@ -109,6 +109,27 @@ def test_a_closing_the_api_states_as_notified_debits_what_it_states(engine: Engi
     assert verdicts_of(engine, result)[("infraction", "med-x")].status == "closed"
 
 
+def test_a_closing_notified_without_its_time_is_dated_by_the_api(engine: Engine) -> None:
+    """Notified closed after its day, without ``closedAt``: dated by its arrival, the case
+    read open at its day's end, and the day it arrived had a debit with no line. The API's
+    answer says when it closed: the case is its day's, closed against its debit."""
+    from reconcile.confirmation import confirm_closed_infractions
+
+    book = DayBook(engine, PAST)
+    undated = {**_case(book, "AGREED", "20.00"), "closedAt": None}
+    book.infraction(undated)
+    book.line("INFRACTION_DEBIT", 2_000, "13:00", credit=False, infractionId="med-x")
+    before = reconcile_day(engine, PAST, now=AFTER)
+    assert verdicts_of(engine, before)[("infraction", "med-x")].status == "open_case"
+
+    confirm_closed_infractions(
+        engine, _Accounts(_case(book, "AGREED", "20.00")), grace=timedelta(minutes=15)
+    )
+    result = reconcile_day(engine, PAST, now=AFTER)
+    assert verdicts_of(engine, result)[("infraction", "med-x")].status == "closed"
+    assert _bridge_med(result) == (2_000, 2_000, 2_000)
+
+
 @pytest.mark.parametrize(
     ("api", "outcome"),
     [
