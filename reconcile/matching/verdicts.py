@@ -19,6 +19,7 @@ from sqlalchemy import (
     insert,
     literal,
     null,
+    or_,
     select,
 )
 from sqlalchemy.sql import FromClause
@@ -83,6 +84,10 @@ def _late(ctx: RunContext, row: FromClause) -> ColumnElement[int]:
 def refund_priority(ctx: RunContext, deadline: date) -> int:
     """Money that may have to go back comes first when its last day is near the day judged."""
     return priority_of_refund(deadline, ctx.today, ctx.judging.refund_warning_days)
+
+
+# The status whose money may go back only as far as more arrived than was notified.
+OVER_AMOUNT = "amount_mismatch"
 
 
 def insert_verdicts(
@@ -159,7 +164,15 @@ def insert_verdicts(
     refund_by: ColumnElement[date] = literal(None, Date)
     refunds = [n for n, (_, name, flag, _) in enumerate(verdicts) if flag and name in refundable]
     if refunds:
-        to_return = and_(row.c.verdict.in_(refunds), row.c.statement_id.is_not(None))
+        # Of another amount than notified, only what arrived over it may go back: a Pix
+        # notified for more than the provider states brought nothing to return.
+        over = [n for n in refunds if verdicts[n][1] == OVER_AMOUNT]
+        returnable: ColumnElement[bool] = row.c.verdict.in_([n for n in refunds if n not in over])
+        if over:
+            returnable = or_(
+                returnable, and_(row.c.verdict.in_(over), row.c.expected > row.c.actual)
+            )
+        to_return = and_(returnable, row.c.statement_id.is_not(None))
         refund_by = case((to_return, literal(ctx.refund_by, Date)), else_=refund_by)
         urgency = literal(refund_priority(ctx, ctx.refund_by), Integer)
         priority = case((to_return, urgency), else_=priority)

@@ -25,12 +25,20 @@ def _day(engine: Engine) -> dict[str, str]:
     # An endToEndId in lower case is still a Pix received, its money still refundable.
     lower = book.pix(2_000, "10:00", e2e="e99999999202603101300lowercase01")
     unbooked = book.pix(4_000, "11:00")
+    inflated = book.pix(5_000, "11:30")
     book.confirm_all_pix()
     book.line("PIX_RECEIVED", 1_000, "09:01", credit=True, endToEndId=agreed)
     book.line("PIX_RECEIVED", 2_500, "10:01", credit=True, endToEndId=lower)
+    book.line("PIX_RECEIVED", 4_000, "11:31", credit=True, endToEndId=inflated)
     unknown = "E99999999202603101200nobodysaid01"
     book.line("PIX_RECEIVED", 3_000, "12:00", credit=True, endToEndId=unknown)
-    return {"agreed": agreed, "lower": lower, "unknown": unknown, "unbooked": unbooked}
+    return {
+        "agreed": agreed,
+        "lower": lower,
+        "unknown": unknown,
+        "unbooked": unbooked,
+        "inflated": inflated,
+    }
 
 
 def test_booked_money_that_may_go_back_carries_its_refund_deadline(engine: Engine) -> None:
@@ -51,6 +59,8 @@ def test_booked_money_that_may_go_back_carries_its_refund_deadline(engine: Engin
         "unknown": ("missing_webhook", last_day, 2),
         # Never booked: no money of the merchant's to return; a person looks all the same.
         "unbooked": ("status_mismatch", None, 2),
+        # Notified for more than arrived: nothing arrived over what was said, to give back.
+        "inflated": ("amount_mismatch", None, 2),
     }
 
 
