@@ -204,6 +204,7 @@ def _webhook_and_api(
     inbox_id: ColumnElement[Any],
     confirmation: ColumnElement[Any],
     stated: list[ColumnElement[Any]] | None = None,
+    notified: list[ColumnElement[Any]] | None = None,
 ) -> list[tuple[int, int]]:
     """Per amount of ``rows``: what was notified by webhook and what the API stands
     behind, all read in one pass over the rows and their items. The API stands behind a
@@ -212,7 +213,9 @@ def _webhook_and_api(
     is not the API's word, and the API column must not say it is. ``stated`` (one per
     amount): what the API states for a row it knows with another amount
     (``amount_mismatch``); the API column counts that, as the matchers do, not the
-    notified amount nor nothing."""
+    notified amount nor nothing. ``notified`` (one per amount): what webhooks said, where
+    a row stands for the API's state and a notification it contradicts alike (payouts);
+    by default the amount itself."""
     inbox = table_of(InboxItem)
     counted = or_(
         confirmation == Confirmation.CONFIRMED.value,
@@ -226,13 +229,14 @@ def _webhook_and_api(
         return case((counted, amount), (disputed, says), else_=0)
 
     statements: list[ColumnElement[Any] | None] = list(stated) if stated else [None] * len(amounts)
+    said = list(notified) if notified else amounts
     sums = session.execute(
         select(
             *(
                 func.sum(figure)
-                for amount, says in zip(amounts, statements, strict=True)
+                for amount, says, told in zip(amounts, statements, said, strict=True)
                 for figure in (
-                    case((inbox.c.webhook_count > 0, amount), else_=0),
+                    case((inbox.c.webhook_count > 0, told), else_=0),
                     api(amount, says),
                 )
             )
@@ -317,6 +321,31 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
         ],
         payouts.c.inbox_item_id,
         payouts.c.confirmation,
+        # A notification the API contradicts: its state counts as the API's, and the
+        # webhook column says what the notification claimed (the gap is its exception).
+        notified=[
+            case(
+                (
+                    payouts.c.disputed_status.is_not(None),
+                    case(
+                        (
+                            payouts.c.disputed_status.in_(PAID_OUT),
+                            func.coalesce(payouts.c.disputed_cents, payouts.c.amount_cents),
+                        ),
+                        else_=0,
+                    ),
+                ),
+                (payouts.c.status.in_(PAID_OUT), payouts.c.amount_cents),
+                else_=0,
+            ),
+            case(
+                (
+                    and_(payouts.c.status.in_(RETURNED), ~payouts.c.returns_apart),
+                    payouts.c.refunded_cents,
+                ),
+                else_=0,
+            ),
+        ],
     )
     returns = day_returns(ctx)
     made = or_(returns.c.status.is_(None), returns.c.status.not_in(NOT_PAID))
