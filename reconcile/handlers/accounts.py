@@ -13,6 +13,7 @@ from sqlmodel import Session
 from reconcile.db import dialect_of, insert_for, table_of
 from reconcile.handlers.common import (
     PermanentItemError,
+    confirmation_columns,
     parse_payload,
     require_key,
     upsert_latest,
@@ -74,25 +75,14 @@ def _data(item: InboxItem) -> tuple[str, Any]:
 
 
 def _confirmation(item: InboxItem, amount_cents: int | None) -> dict[str, Any]:
-    """Polled from the API: confirmed as it stands. Notified: to be looked up. Either way
-    the status an earlier look-up found the API stating against the row's previous state
-    (``confirmed_status``) is not this state's: its own look-up says it again."""
-    now = utcnow()
-    if item.source == Source.POLL.value:
-        return {
-            "confirmation": Confirmation.CONFIRMED.value,
-            "confirmed_amount_cents": amount_cents,
-            "confirmed_status": None,
-            "confirmed_at": now,
-            "next_check_at": None,
-        }
-    return {
-        "confirmation": Confirmation.PENDING.value,
-        "confirmed_amount_cents": None,
-        "confirmed_status": None,
-        "confirmed_at": None,
-        "next_check_at": now,
-    }
+    """Either way the status an earlier look-up found the API stating against the row's
+    previous state (``confirmed_status``) is not this state's: its own look-up says it
+    again."""
+    return confirmation_columns(
+        item,
+        {"confirmed_amount_cents": amount_cents, "confirmed_status": None},
+        {"confirmed_amount_cents": None, "confirmed_status": None},
+    )
 
 
 def _when(created_at: str | None, end_to_end_id: str | None) -> dict[str, Any]:

@@ -10,13 +10,18 @@ from typing import Any
 
 from sqlmodel import Session
 
-from reconcile.handlers.common import parse_payload, require_key, upsert_latest, validate
-from reconcile.models import Confirmation, InboxItem, Recurrence, RecurringCharge, Source
+from reconcile.handlers.common import (
+    confirmation_columns,
+    parse_payload,
+    require_key,
+    upsert_latest,
+    validate,
+)
+from reconcile.models import InboxItem, Recurrence, RecurringCharge
 from reconcile.money import InvalidAmount, parse_amount, to_cents
 from reconcile.payloads import UNKNOWN_STATUS
 from reconcile.payloads.automatico import CobRNotification, RecNotification, read_date
 from reconcile.payloads.tolerant import read_timestamp
-from reconcile.timeutil import utcnow
 
 
 def _millis(raw: str) -> int:
@@ -25,24 +30,11 @@ def _millis(raw: str) -> int:
 
 
 def _confirmation(item: InboxItem, status: str, status_at: datetime | None) -> dict[str, Any]:
-    """Polled: the API's status, confirmed as it stands. Notified: to be looked up, and
-    the status the API stated before (``confirmed_status``, ``confirmed_status_at``) left as
-    it was, so that a
+    """Polled: the API's status. Notified: the status the API stated before
+    (``confirmed_status``, ``confirmed_status_at``) is left as it was, so that a
     notification nobody stands behind yet changes nothing the matchers count."""
-    now = utcnow()
-    if item.source == Source.POLL.value:
-        return {
-            "confirmation": Confirmation.CONFIRMED.value,
-            "confirmed_status": status,
-            "confirmed_status_at": status_at,
-            "confirmed_at": now,
-            "next_check_at": None,
-        }
-    return {
-        "confirmation": Confirmation.PENDING.value,
-        "confirmed_at": None,
-        "next_check_at": now,
-    }
+    stated = {"confirmed_status": status, "confirmed_status_at": status_at}
+    return confirmation_columns(item, stated, {})
 
 
 def calendar_of(raw: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from sqlalchemy.types import TypeEngine
 from sqlmodel import Session, SQLModel
 
 from reconcile.db import dialect_of, insert_for, table_of
-from reconcile.models import InboxItem
+from reconcile.models import Confirmation, InboxItem, Source
 from reconcile.payloads import Tolerant, pointer, violations
 from reconcile.timeutil import utcnow
 
@@ -55,6 +55,28 @@ def require_key(model: Tolerant, what: str) -> None:
     raise PermanentItemError(
         f"invalid {what}: " + ("; ".join(problems) or f"{', '.join(sorted(keys))}: missing")
     )
+
+
+def confirmation_columns(
+    item: InboxItem, polled: dict[str, Any], notified: dict[str, Any]
+) -> dict[str, Any]:
+    """A row's confirmation as its item brings it (docs/design.md §1.5): polled, the API's
+    word, confirmed as it stands; notified, to be looked up now. ``polled`` and
+    ``notified`` are what each kind keeps beside that."""
+    now = utcnow()
+    if item.source == Source.POLL.value:
+        return {
+            "confirmation": Confirmation.CONFIRMED.value,
+            "confirmed_at": now,
+            "next_check_at": None,
+            **polled,
+        }
+    return {
+        "confirmation": Confirmation.PENDING.value,
+        "confirmed_at": None,
+        "next_check_at": now,
+        **notified,
+    }
 
 
 def insert_ignore(session: Session, model: type[SQLModel], values: dict[str, Any]) -> None:
