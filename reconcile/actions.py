@@ -153,6 +153,49 @@ def _paid_twice(expected: int, actual: int, refund_by: date | None, today: date 
     )
 
 
+# How a Pix Automático notification's reason says why it is not counted
+# (``matching/automatico.py``): the action depends on which.
+API_DOES_NOT_KNOW = "the provider's API does not know it"
+API_HAS_NOT_CONFIRMED = "the provider's API has not confirmed it"
+API_CONTRADICTS = "the provider's API contradicts it"
+
+
+def _about_automatico(status: str, expected: int | None, ref: str, reason: str | None) -> str:
+    """A missed cycle (``rec:{idRec}:{due date}``), or a recurrence (``rec:{idRec}``) or
+    recurring charge (``cobr:{txid}``) notified that the provider's API does not stand
+    behind: nothing of that notification was counted."""
+    of = f" of {brl(expected)}" if expected is not None else ""
+    if status == "missed_cycle":
+        due = ref.rsplit(":", 1)[-1]
+        try:
+            cycle = f"the cycle{of} due {br_date(date.fromisoformat(due))}"
+        except ValueError:
+            cycle = f"this cycle{of}"
+        return (
+            f"check why no recurring charge was created for {cycle}: nothing will be debited "
+            "for it; charge the payer for it again another way, and make sure the next "
+            "cycle's charge is created in time"
+        )
+    what = "recurring charge" if ref.startswith(COBR_REF) else "recurrence"
+    said = reason or ""
+    if API_HAS_NOT_CONFIRMED in said:
+        return (
+            f"do not count the {what}{of} as notified until the provider's API confirms it; "
+            "ask the provider whether it sent this notification"
+        )
+    if API_CONTRADICTS in said:
+        return (
+            f"do not count the {what}{of} as notified: act on it as the provider's API "
+            "states it (see why); check with the provider whether it sent this "
+            "notification, and find out who did if not (possible forgery)"
+        )
+    return (
+        f"do not count the {what}{of} notified: the provider's API does not know it; ask the "
+        "provider whether it sent this notification, and find out who did if not (possible "
+        "forgery)"
+    )
+
+
 API_STATES_OTHERWISE = "the provider's API states another outcome"
 """How a refund's reason says the API knows it in another final state than notified."""
 
@@ -287,16 +330,6 @@ def suggested_action(
         )
     if subject == "statement":
         return f"ask the provider what the statement line of {brl(actual)} is"
-    if subject == "recurrence" and status in ("unconfirmed_webhook", "status_mismatch"):
-        # A notification the API does not stand behind: nothing of it was counted.
-        what = "recurring charge" if ref.startswith(COBR_REF) else "recurrence"
-        return (
-            f"act on the {what} as the provider's API states it, not as notified; ask the "
-            "provider whether it sent this notification, and find out who did if not"
-        )
     if subject == "recurrence":
-        cycle = f" of {brl(expected)}" if expected is not None else ""
-        return (
-            f"create the recurring charge for the next cycle; ask the payer about this one{cycle}"
-        )
+        return _about_automatico(status, expected, ref, reason)
     return "read the reason and the items that decided it"

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Row, or_, select
 from sqlmodel import Session
 
-from reconcile.actions import CREDIT_REF, RETURN_REF
+from reconcile.actions import COBR_REF, CREDIT_REF, RETURN_REF
 from reconcile.db import table_of
 from reconcile.masking import mask_document, mask_name, mask_text
 from reconcile.models import (
@@ -25,6 +25,7 @@ from reconcile.models import (
     Infraction,
     PixReceived,
     PixRefund,
+    RecurringCharge,
     StatementEntry,
 )
 from reconcile.timeutil import as_utc
@@ -80,10 +81,15 @@ def _add(session: Session, rows: list[dict[str, Any]], entries: Sequence[int | N
         elif subject == "charge":
             kind, _, key = ref.partition(":")
             txid[i] = key if kind != "invoice" else None
+        elif subject == "recurrence" and ref.startswith(COBR_REF):
+            # A recurring charge's notification: the charge, and its last attempt's Pix
+            # (looked up below). A recurrence's (``rec:``) names no Pix nor charge.
+            txid[i] = ref.removeprefix(COBR_REF)
     _from_statement(session, entries, e2e, txid)
     _from_refunds(session, rows, e2e)
     _from_payouts(session, rows, e2e, txid)
     _from_infractions(session, rows, e2e)
+    _from_recurring_charges(session, rows, e2e)
     payers = _pix_by(session, e2e, txid)
     for i, pix in payers.items():
         txid[i] = txid.get(i) or _first([p.txid for p in pix])
@@ -185,6 +191,27 @@ def _from_infractions(
         disputed.update({case_id: pix for case_id, pix in session.execute(stmt)})
     for i, ref in refs.items():
         e2e[i] = disputed.get(ref) or e2e.get(i)
+
+
+def _from_recurring_charges(
+    session: Session, rows: list[dict[str, Any]], e2e: dict[int, str | None]
+) -> None:
+    """A recurring charge's notification names its ``txid``; the Pix is its last debit
+    attempt's, as notified (the one the notification is about)."""
+    refs = {
+        i: row["ref"].removeprefix(COBR_REF)
+        for i, row in enumerate(rows)
+        if row["subject"] == "recurrence" and row["ref"].startswith(COBR_REF)
+    }
+    cobrs = table_of(RecurringCharge)
+    attempted: dict[str, str | None] = {}
+    for keys in _chunks(refs.values()):
+        stmt = select(cobrs.c.txid, cobrs.c.last_attempt_end_to_end_id).where(
+            cobrs.c.txid.in_(keys)
+        )
+        attempted.update({key: pix for key, pix in session.execute(stmt)})
+    for i, ref in refs.items():
+        e2e[i] = attempted.get(ref) or e2e.get(i)
 
 
 def med_deadlines(session: Session, rows: Iterable[dict[str, Any]]) -> dict[str, datetime]:

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import String, and_, case, insert, literal, or_, select, update
 from sqlmodel import Session
 
+from reconcile import actions
 from reconcile.db import table_of
 from reconcile.matching.context import RunContext
 from reconcile.models import (
@@ -233,6 +234,40 @@ def _claimed_on(table: Any, ctx: RunContext) -> Any:
     return ctx.within(case((or_(stated.is_(None), stated > received), received), else_=stated))
 
 
+# The BCB's states in words finance reads; the raw state follows in parentheses, as the
+# provider's screens and support name it.
+_REC_STATES = {
+    "CRIADA": "awaiting the payer's approval",
+    "APROVADA": "approved by the payer",
+    "REJEITADA": "refused by the payer",
+    "EXPIRADA": "expired before the payer approved it",
+    "CANCELADA": "cancelled",
+}
+_COBR_STATES = {
+    "CRIADA": "created",
+    "ATIVA": "awaiting its debit",
+    "CONCLUIDA": "paid",
+    "EXPIRADA": "expired unpaid",
+    "REJEITADA": "rejected, not debited",
+    "CANCELADA": "cancelled",
+}
+_ATTEMPT_STATES = {
+    "SOLICITADA": "requested",
+    "AGENDADA": "scheduled",
+    "PAGA": "paid",
+    "CANCELADA": "cancelled",
+    "REJEITADA": "rejected by the payer's bank",
+    "EXPIRADA": "expired",
+    "NAO_REALIZADA": "not made",
+}
+
+
+def in_words(states: dict[str, str], raw: str) -> str:
+    """``paid (CONCLUIDA)``; a state the BCB does not list, as it came."""
+    words = states.get(raw)
+    return f"{words} ({raw})" if words else raw
+
+
 def _claim_verdict(
     confirmation: str, updated_at: datetime, ctx: RunContext
 ) -> tuple[str, bool, str] | None:
@@ -242,15 +277,15 @@ def _claim_verdict(
             return (
                 "unconfirmed_webhook",
                 True,
-                "the provider's API has not confirmed it within the grace period",
+                f"{actions.API_HAS_NOT_CONFIRMED} within the grace period",
             )
         return "pending", False, "waiting for the provider's API to confirm it"
     if confirmation == Confirmation.STATUS_MISMATCH.value:
-        return "status_mismatch", True, "the provider's API contradicts it"
+        return "status_mismatch", True, actions.API_CONTRADICTS
     if confirmation == Confirmation.UNVERIFIABLE.value:
         return "unconfirmed_webhook", True, "it names an id the provider cannot have issued"
     if confirmation == Confirmation.UNCONFIRMED_WEBHOOK.value:
-        return "unconfirmed_webhook", True, "the provider's API does not know it"
+        return "unconfirmed_webhook", True, actions.API_DOES_NOT_KNOW
     return None
 
 
@@ -292,12 +327,17 @@ def judge_notified_claims(session: Session, ctx: RunContext) -> None:
             .where(~table.c.confirmation.in_(Confirmation.counted()), _claimed_on(table, ctx))
         ).all()
         prefix = "rec" if table is recs else "cobr"
+        states = _REC_STATES if table is recs else _COBR_STATES
         for ref, status, stated, confirmation, updated_at, item_id, cents, tried, at in found:
             verdict = _claim_verdict(confirmation, updated_at, ctx)
             if verdict is None:
                 continue
-            last = f" (its last attempt {tried}, {at})" if tried and at else ""
-            notified = f"a {what} notified as {status}{last}"
+            last = (
+                f", its last attempt {in_words(_ATTEMPT_STATES, tried)} with endToEndId {at}"
+                if tried and at
+                else ""
+            )
+            notified = f"a {what} notified as {in_words(states, status)}{last}"
             rows.append(
                 {
                     "run_id": ctx.run_id,
@@ -305,7 +345,7 @@ def judge_notified_claims(session: Session, ctx: RunContext) -> None:
                     "ref": f"{prefix}:{ref}",
                     "status": verdict[0],
                     "exception": verdict[1],
-                    "reason": _claim_reason(notified, verdict, stated, status),
+                    "reason": _claim_reason(notified, verdict, stated, status, states),
                     "expected_cents": cents,
                     "source": "webhook",
                     "inbox_item_id": item_id,
@@ -317,7 +357,11 @@ def judge_notified_claims(session: Session, ctx: RunContext) -> None:
 
 
 def _claim_reason(
-    notified: str, verdict: tuple[str, bool, str], stated: str | None, status: str
+    notified: str,
+    verdict: tuple[str, bool, str],
+    stated: str | None,
+    status: str,
+    states: dict[str, str],
 ) -> str:
     """What the notification said, what the API says, and why it matters."""
     name, _, why = verdict
@@ -326,9 +370,10 @@ def _claim_reason(
     if stated is None:
         api = ""
     elif name == "status_mismatch" and stated == status:
-        api = f": it states {stated}, but not as notified"
+        # The same state, but not the attempt (or the recurrence) the notification named.
+        api = f": it states it is {in_words(states, stated)} too, but not with the attempt or recurrence notified"
     else:
-        api = f": it states {stated}"
+        api = f": it states it is {in_words(states, stated)}"
     return (
         f"{notified}, but {why}{api}. A notification the API does not stand behind may be "
         "forged: nothing of it is counted, only the state the API states"

@@ -183,10 +183,20 @@ def test_a_cancellation_the_api_denies_hides_no_missed_cycle(engine: Engine) -> 
     assert result.verdict is DayVerdict.BREAKS
     (forged,) = [c for c in result.report["exceptions"] if c["ref"] == f"rec:{REC}"]
     assert forged["reason"].startswith(
-        "a recurrence notified as CANCELADA, but the provider's API contradicts it: it "
-        "states APROVADA. A notification the API does not stand behind may be forged"
+        "a recurrence notified as cancelled (CANCELADA), but the provider's API contradicts "
+        "it: it states it is approved by the payer (APROVADA). A notification the API does "
+        "not stand behind may be forged"
     )
-    assert "ask the provider whether it sent this notification" in forged["action"]
+    assert forged["action"].startswith(
+        "do not count the recurrence of R$ 29,90 as notified: act on it as the provider's "
+        "API states it"
+    )
+    assert "ask the provider whether it sent this notification" not in forged["action"]
+    assert "check with the provider whether it sent this notification" in forged["action"]
+    (cycle,) = [c for c in result.report["exceptions"] if c["status"] == "missed_cycle"]
+    assert cycle["action"].startswith(
+        "check why no recurring charge was created for the cycle of R$ 29,90 due 10/03/2026"
+    )
 
 
 def test_a_cancellation_the_api_confirms_ends_the_cycles(engine: Engine) -> None:
@@ -208,24 +218,28 @@ def test_a_cancellation_the_api_confirms_ends_the_cycles(engine: Engine) -> None
     [
         (
             "recurrence unknown",
-            "a recurrence notified as APROVADA, but the provider's API does not know it",
+            "a recurrence notified as approved by the payer (APROVADA), but the provider's "
+            "API does not know it",
         ),
         (
             "charge unknown",
-            "a recurring charge notified as CONCLUIDA (its last attempt PAGA, "
-            "E12345678202603101300pagaweekly1), but the provider's API does not know it",
+            "a recurring charge notified as paid (CONCLUIDA), its last attempt paid (PAGA) "
+            "with endToEndId E12345678202603101300pagaweekly1, but the provider's API does "
+            "not know it",
         ),
         (
             "charge paid, notified rejected",
-            "a recurring charge notified as REJEITADA (its last attempt REJEITADA, "
-            "E12345678202603101300pagaweekly1), but the provider's API contradicts it: it "
-            "states CONCLUIDA",
+            "a recurring charge notified as rejected, not debited (REJEITADA), its last "
+            "attempt rejected by the payer's bank (REJEITADA) with endToEndId "
+            "E12345678202603101300pagaweekly1, but the provider's API contradicts it: it "
+            "states it is paid (CONCLUIDA)",
         ),
         (
             "attempt the api does not list",
-            "a recurring charge notified as CONCLUIDA (its last attempt PAGA, "
-            "E12345678202603101300forgedpaga1), but the provider's API contradicts it: it "
-            "states CONCLUIDA, but not as notified",
+            "a recurring charge notified as paid (CONCLUIDA), its last attempt paid (PAGA) "
+            "with endToEndId E12345678202603101300forgedpaga1, but the provider's API "
+            "contradicts it: it states it is paid (CONCLUIDA) too, but not with the attempt "
+            "or recurrence notified",
         ),
     ],
 )
@@ -267,6 +281,12 @@ def test_a_notification_the_api_denies_is_an_exception(
     }
     assert verdicts[("recurrence", ref)].reason.startswith(reason)
     assert result.verdict is DayVerdict.BREAKS
+    (case,) = [c for c in result.report["exceptions"] if c["ref"] == ref]
+    assert case["action"].startswith("do not count the "), case["action"]
+    if ref.startswith("cobr:"):
+        # Found as finance knows it: the charge's txid and its attempt's Pix.
+        assert case["txid"] == ref.removeprefix("cobr:")
+        assert case["end_to_end_id"] == reason.split("endToEndId ")[1][:32]
 
 
 def test_a_day_whose_recurrences_could_not_be_looked_up_is_incomplete(engine: Engine) -> None:
