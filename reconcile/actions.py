@@ -197,7 +197,17 @@ def _about_automatico(status: str, expected: int | None, ref: str, reason: str |
 
 
 API_STATES_OTHERWISE = "the provider's API states another outcome"
-"""How a refund's reason says the API knows it in another final state than notified."""
+"""How a refund's reason says the API knows it in another final state than notified,
+when what it stated was not kept (refunds confirmed before it was)."""
+
+REFUND_OUTCOMES = {"DEVOLVIDO": "made", "NAO_REALIZADO": "not made"}
+"""A refund's final states, in words."""
+
+
+def api_states_refund(status: str) -> str:
+    """How a refund's reason names the final state the API states of it."""
+    return f"the provider's API states the refund {status} ({REFUND_OUTCOMES[status]})"
+
 
 ITEMISED_OTHERWISE = "the Pix itemised"
 """How a due-date charge's reason begins to say that the Pix's own breakdown
@@ -279,6 +289,21 @@ def suggested_action(
                 )
             return f"ask the provider: notified {brl(actual)}, it stands behind {brl(expected)}"
         booked = actual if actual is not None else expected
+        if reason is not None and api_states_refund("DEVOLVIDO") in reason:
+            # Notified as not made, made as the API states: the payer has the money.
+            return (
+                f"do not refund the payer again: {api_states_refund('DEVOLVIDO')} of "
+                f"{brl(expected if expected is not None else actual)}; ask the provider who "
+                "sent the notification saying it was not made (possible forgery)"
+            )
+        if reason is not None and api_states_refund("NAO_REALIZADO") in reason:
+            asked = expected if expected is not None else actual
+            return (
+                f"do not count the refund of {brl(asked)} as sent: "
+                f"{api_states_refund('NAO_REALIZADO')}, so the payer may still be owed it; "
+                "ask the provider who sent the notification saying it was made (possible "
+                "forgery)"
+            )
         if reason is not None and API_STATES_OTHERWISE in reason:
             # ``expected`` is what the notification said was refunded.
             asked = expected if expected is not None else actual

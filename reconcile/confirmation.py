@@ -565,17 +565,22 @@ def take_api_returns(engine: Engine, stated: dict[str, int]) -> None:
         )
 
 
-def take_api_states(engine: Engine, stated: dict[int, tuple[str, int | None]]) -> None:
-    """What the provider's API states of each payout whose notified state it contradicts
-    (``status_mismatch``): its status and amount, kept beside the notification. That
-    notification replaced the row, and with it any state the API had confirmed before
-    (an outcome ranks alike whatever it is); without the API's word the money it stands
-    behind would stop counting. ``matching/payouts.py`` counts the payout as the API
-    states it and judges the notification as its exception. A row a newer notification
-    has replaced since is left to that one's look-up."""
+def take_api_states(
+    engine: Engine,
+    stated: dict[int, tuple[str, int | None]],
+    model: type[AccountMovement] | type[PixRefund] = AccountMovement,
+) -> None:
+    """What the provider's API states of each payout (or refund) whose notified state it
+    contradicts (``status_mismatch``): its status and amount, kept beside the
+    notification. That notification replaced the row, and with it any state the API had
+    confirmed before (an outcome ranks alike whatever it is); without the API's word the
+    money it stands behind would stop counting. ``matching/payouts.py`` counts the payout
+    as the API states it and judges the notification as its exception; a refund's
+    exception names the outcome the API states (``matching/movements.py``). A row a newer
+    notification has replaced since is left to that one's look-up."""
     if not stated:
         return
-    table = table_of(AccountMovement)
+    table = table_of(model)
     with session_scope(engine) as session:
         session.execute(
             update(table)
@@ -616,6 +621,17 @@ def _refund_cents(pix: dict[str, Any], due: Due) -> int:
     raise NotFound(f"refund {refund_id} of {e2e} is not in the API's answer")
 
 
+def _stated_refund(pix: dict[str, Any], due: Due, states: dict[int, tuple[str, int | None]]) -> int:
+    """``_refund_cents``, keeping the final state the API states of a refund whose notified
+    final state it contradicts, for ``take_api_states``."""
+    try:
+        return _refund_cents(pix, due)
+    except StatusDisagrees as exc:
+        if not _moved_on(due):
+            states[due.id] = (str(exc)[:32], None)
+        raise
+
+
 REFUND_FIELDS = ("end_to_end_id", "refund_id", "rtr_id", "status")
 FINAL_REFUND_STATUSES = ("DEVOLVIDO", "NAO_REALIZADO")
 
@@ -639,19 +655,21 @@ def confirm_pending_refunds(
     state and for the same amount. One notified in progress that the API shows settled (or
     not done) has moved on since: the API's answer is stored as a polled sighting, an item
     whose processing brings the refund's new state, confirmed, as a listing would; its new
-    ids go to ``on_new``."""
+    ids go to ``on_new``. The state the API states of one it contradicts is kept
+    (``take_api_states``)."""
+    states: dict[int, tuple[str, int | None]] = {}
 
     def lookup(due: Due) -> int:
         pix = pix_of(api, due.fields["end_to_end_id"])
         try:
-            return _refund_cents(pix, due)
+            return _stated_refund(pix, due, states)
         except StatusDisagrees:
             if not _moved_on(due):
                 raise
             store_polled(engine, api_pix_items(pix), on_new)
             raise NotListed() from None
 
-    return confirm_pending(
+    report = confirm_pending(
         engine,
         PixRefund,
         lookup,
@@ -661,6 +679,8 @@ def confirm_pending_refunds(
         amount_from_api=True,
         listed_until=listed_until,
     )
+    take_api_states(engine, states, PixRefund)
+    return report
 
 
 def confirm_listed(
@@ -685,9 +705,11 @@ def confirm_listed(
     def pix_cents(due: Due) -> int:
         return money_cents(by_e2e[due.fields["end_to_end_id"]].get("valor"))
 
+    states: dict[int, tuple[str, int | None]] = {}
+
     def refund_cents(due: Due) -> int:
         try:
-            return _refund_cents(by_e2e[due.fields["end_to_end_id"]], due)
+            return _stated_refund(by_e2e[due.fields["end_to_end_id"]], due, states)
         except NotFound:
             # The listing may predate the refund: no evidence either way.
             raise NotListed() from None
@@ -717,6 +739,7 @@ def confirm_listed(
             )
             _count(subject, found)
             report.extend(found)
+    take_api_states(engine, states, PixRefund)
     take_api_times(engine, {e2e: pix.get("horario") for e2e, pix in by_e2e.items()})
     return report
 

@@ -281,6 +281,13 @@ class PixRefund(PixRefundBase, LatestState, Confirmable, table=True):
     __tablename__ = "pix_refund"
     __table_args__ = (UniqueConstraint("end_to_end_id", "refund_id", name="uq_pix_refund"),)
 
+    confirmed_status: str | None = Field(
+        default=None,
+        max_length=32,
+        description="the final status the provider's API states of a refund whose notified "
+        "one it contradicts (status_mismatch); none before it was kept",
+    )
+
 
 class AccountMovementBase(SQLModel):
     type: str = Field(max_length=16, description="TRANSFER, RECEIVE, REFUND or CASHOUT")
@@ -416,6 +423,11 @@ class Infraction(InfractionBase, LatestState, table=True):
 
     __tablename__ = "infraction"
     __table_args__ = (UniqueConstraint("infraction_id", name="uq_infraction"),)
+
+    # A closing's look-up that fails is tried again later, spaced out as every confirmed
+    # row's is (``reconcile.confirmation``), so the cases behind it are asked meanwhile.
+    next_check_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    check_attempts: int = 0
 
 
 class RecurrenceBase(SQLModel):

@@ -371,7 +371,10 @@ def _claim_reason(
         api = ""
     elif name == "status_mismatch" and stated == status:
         # The same state, but not the attempt (or the recurrence) the notification named.
-        api = f": it states it is {in_words(states, stated)} too, but not with the attempt or recurrence notified"
+        api = (
+            f": it states it is {in_words(states, stated)} too, but not with the attempt or "
+            "recurrence notified"
+        )
     else:
         api = f": it states it is {in_words(states, stated)}"
     return (

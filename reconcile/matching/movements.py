@@ -308,6 +308,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             R.c.inbox_item_id,
             R.c.confirmation,
             R.c.confirmed_amount_cents,
+            R.c.confirmed_status,
             # One refund may have been stored as two rows (by each of its ids, before
             # they were tied): the most advanced speaks for it, or the day's verdicts
             # would hold its ref twice.
@@ -378,7 +379,22 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             "a refund notified, but the API does not know it (possible forgery): do not count it",
         ),
         # What the API states of a refund it knows outranks the statement: a refund it says
-        # was not made, notified as made, is not money that left, booked or not.
+        # was not made, notified as made, is not money that left, booked or not. Named as
+        # the API stated it where that was kept (refunds confirmed since it is).
+        (
+            and_(api_denies, r.c.confirmed_status == "NAO_REALIZADO"),
+            "status_mismatch",
+            True,
+            f"a refund notified as made, but {actions.api_states_refund('NAO_REALIZADO')} "
+            "(possible forgery): do not count it as sent",
+        ),
+        (
+            and_(api_denies, r.c.confirmed_status == "DEVOLVIDO"),
+            "status_mismatch",
+            True,
+            f"a refund notified as not made, but {actions.api_states_refund('DEVOLVIDO')} "
+            "(possible forgery): the money left",
+        ),
         (
             api_denies,
             "status_mismatch",

@@ -17,7 +17,11 @@ from sqlalchemy import Engine, select, update
 from sqlmodel import col
 
 from reconcile.cases import case_rows
-from reconcile.confirmation import confirm_pending_movements
+from reconcile.confirmation import (
+    confirm_listed,
+    confirm_pending_movements,
+    confirm_pending_refunds,
+)
 from reconcile.db import session_scope
 from reconcile.inbox import store_items
 from reconcile.matching.automatico import cycle_on_or_before
@@ -388,6 +392,70 @@ def test_a_refund_the_api_states_otherwise_is_judged_by_what_the_api_says(
         1_500,
     )
     assert result.verdict is DayVerdict.BREAKS
+
+
+@pytest.mark.parametrize("asked", ["look-up", "listing"])
+@pytest.mark.parametrize(
+    ("notified", "stated", "reason", "action"),
+    [
+        (
+            "DEVOLVIDO",
+            "NAO_REALIZADO",
+            "a refund notified as made, but the provider's API states the refund "
+            "NAO_REALIZADO (not made) (possible forgery)",
+            "do not count the refund of R$ 50,00 as sent: the provider's API states the "
+            "refund NAO_REALIZADO (not made), so the payer may still be owed it",
+        ),
+        (
+            "NAO_REALIZADO",
+            "DEVOLVIDO",
+            "a refund notified as not made, but the provider's API states the refund "
+            "DEVOLVIDO (made) (possible forgery)",
+            "do not refund the payer again: the provider's API states the refund DEVOLVIDO "
+            "(made) of R$ 50,00",
+        ),
+    ],
+)
+def test_a_refund_the_api_contradicts_names_the_outcome_the_api_states(
+    engine: Engine, asked: str, notified: str, stated: str, reason: str, action: str
+) -> None:
+    """What the API stated of the refund is kept when it contradicts the notification, by a
+    look-up of the refunded Pix or by a listing, and the exception says it."""
+    book = DayBook(engine, PAST)
+    rtr = "D18236120202603101500stated0001"
+    refund = {
+        "id": "r-stated",
+        "rtrId": rtr,
+        "valor": reais(5_000),
+        "natureza": "ORIGINAL",
+        "status": notified,
+        "horario": {"solicitacao": book.at("15:00").isoformat()},
+    }
+    e2e = book.pix(10_000, "14:00", polled=False, refunds=[refund])
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 10_000, "14:00", credit=True, endToEndId=e2e)
+    answer = {
+        "endToEndId": e2e,
+        "valor": reais(10_000),
+        "horario": book.at("14:00").isoformat(),
+        "devolucoes": [{**refund, "status": stated}],
+    }
+
+    class Api:
+        def get_pix(self, wanted: str) -> dict[str, Any]:
+            assert wanted == e2e
+            return answer
+
+    if asked == "look-up":
+        report = confirm_pending_refunds(engine, Api(), grace=timedelta(0))
+    else:
+        report = confirm_listed(engine, [answer], now=AFTER)
+    assert len(report.mismatched) == 1
+    result = reconcile_day(engine, PAST, now=AFTER)
+    (row,) = [r for r in result.report["exceptions"] if r["ref"] in (rtr, f"{e2e}:r-stated")]
+    assert row["status"] == "status_mismatch"
+    assert row["reason"].startswith(reason), row["reason"]
+    assert row["action"].startswith(action), row["action"]
 
 
 def test_no_provider_configured_is_incomplete_never_reconciled(engine: Engine) -> None:
