@@ -196,6 +196,11 @@ def _about_automatico(status: str, expected: int | None, ref: str, reason: str |
     )
 
 
+# How a MED closing's reason says what the provider's API states of a case notified
+# closed (``matching/infractions.py``).
+MED_API_STATES_OPEN = "the provider's API states the case still open"
+MED_API_STATES_NO_DEBIT = "the provider's API states it closed with nothing debited"
+
 API_STATES_OTHERWISE = "the provider's API states another outcome"
 """How a refund's reason says the API knows it in another final state than notified,
 when what it stated was not kept (refunds confirmed before it was)."""
@@ -332,16 +337,19 @@ def suggested_action(
                 "is counted"
             )
         if status == "status_mismatch":
-            # ``actual`` is the debit notified, ``expected`` the one the API states (none
-            # while it states the case open) (reconcile.matching.infractions).
-            stated = (
-                "states the case still open"
-                if expected is None
-                else f"states it closed with {brl(expected)} debited"
-            )
+            # ``expected`` is the debit notified, ``actual`` what a line booked of the case
+            # (reconcile.matching.infractions).
+            said = reason or ""
+            if MED_API_STATES_OPEN in said:
+                stated = MED_API_STATES_OPEN
+            elif MED_API_STATES_NO_DEBIT in said:
+                stated = MED_API_STATES_NO_DEBIT
+            else:
+                stated = "the provider's API states another debit for its closing"
+            booked = f"; the statement booked {brl(actual)} of it" if actual else ""
             return (
-                f"do not book the MED debit of {brl(actual or 0)} notified: the provider's API "
-                f"{stated} (possible forgery); find out who sent the notification"
+                f"do not book the MED debit of {brl(expected or 0)} notified: {stated} "
+                f"(possible forgery){booked}; find out who sent the notification"
             )
         if status == "debit_without_case":
             return f"ask the provider which MED case the debit of {brl(actual)} belongs to"

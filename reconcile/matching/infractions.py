@@ -20,6 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.sql import FromClause
 from sqlmodel import Session
 
+from reconcile import actions
 from reconcile.db import table_of
 from reconcile.matching.context import (
     INFRACTION_DEBIT,
@@ -231,7 +232,16 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
             closing == Confirmation.STATUS_MISMATCH.value,
             "status_mismatch",
             True,
-            "notified closed, but the provider's API states the case still open (possible "
+            f"notified closed, but {actions.MED_API_STATES_OPEN} (possible forgery): no debit "
+            "of it counts",
+        ),
+        (
+            and_(
+                closing == Confirmation.AMOUNT_MISMATCH.value, cases.c.confirmed_debited_cents == 0
+            ),
+            "status_mismatch",
+            True,
+            f"notified closed with a debit, but {actions.MED_API_STATES_NO_DEBIT} (possible "
             "forgery): no debit of it counts",
         ),
         (
@@ -286,12 +296,14 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
         verdicts,
         "closed, and any debit booked",
         default_status="closed",
-        # A closing the API contradicts: the debit it states against the notified one.
-        expected=case((contradicted, api_debit(cases)), else_=cases.c.amount_cents),
+        # A closing the API contradicts moved no money of its own, as a refund or a payout
+        # the API contradicts (docs/exports.md): what the notification claimed, against
+        # what a statement line booked (0 when none did); the case's amount otherwise.
+        expected=case((contradicted, cases.c.debited_cents), else_=cases.c.amount_cents),
         # A case open as the day ended had debited nothing by then, whatever the date lag
         # books after midnight (the closing day's debit, and its verdict).
         actual=case(
-            (contradicted, cases.c.debited_cents),
+            (contradicted, func.coalesce(s.c.cents, 0)),
             (and_(open_at_end(cases, ctx), s.c.booked >= ctx.end), null()),
             else_=s.c.cents,
         ),

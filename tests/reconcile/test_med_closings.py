@@ -79,12 +79,14 @@ def test_a_debit_notified_for_a_case_the_api_closed_without_one_is_not_counted(
     assert result.report["med"]["debited_cents"] == 0
     verdict = verdicts_of(engine, result)[("infraction", "med-x")]
     assert (verdict.status, verdict.exception) == ("status_mismatch", True)
-    assert (verdict.expected_cents, verdict.actual_cents) == (0, 2_000)
+    # As a refund or payout the API contradicts (docs/exports.md): what the notification
+    # claimed, and what a statement line booked of it (none).
+    assert (verdict.expected_cents, verdict.actual_cents) == (2_000, 0)
     assert "possible forgery" in verdict.reason
     (shown,) = [e for e in result.report["exceptions"] if e["ref"] == "med-x"]
     assert shown["action"] == (
         "do not book the MED debit of R$ 20,00 notified: the provider's API states it closed "
-        "with R$ 0,00 debited (possible forgery); find out who sent the notification"
+        "with nothing debited (possible forgery); find out who sent the notification"
     )
 
 
@@ -159,6 +161,14 @@ def test_a_closing_the_api_does_not_state_counts_no_debit(
     verdict = verdicts_of(engine, result)[("infraction", "med-x")]
     assert verdict.exception
     assert verdict.status == ("status_mismatch" if api == "open" else "unconfirmed_webhook")
+    if api == "open":
+        # The notified debit on the side a case the provider does not know puts it.
+        assert (verdict.expected_cents, verdict.actual_cents) == (2_000, 0)
+        (shown,) = [e for e in result.report["exceptions"] if e["ref"] == "med-x"]
+        assert shown["action"].startswith(
+            "do not book the MED debit of R$ 20,00 notified: the provider's API states the "
+            "case still open (possible forgery)"
+        )
 
 
 def test_the_apis_word_read_after_a_notified_closing_keeps_the_notified_debit_beside_it(
