@@ -346,10 +346,10 @@ def suggested_action(
                 stated = MED_API_STATES_NO_DEBIT
             else:
                 stated = "the provider's API states another debit for its closing"
-            booked = f"; the statement booked {brl(actual)} of it" if actual else ""
+            line = f"; the statement booked {brl(actual)} of it" if actual else ""
             return (
                 f"do not book the MED debit of {brl(expected or 0)} notified: {stated} "
-                f"(possible forgery){booked}; find out who sent the notification"
+                f"(possible forgery){line}; find out who sent the notification"
             )
         if status == "debit_without_case":
             return f"ask the provider which MED case the debit of {brl(actual)} belongs to"

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
-from sqlalchemy import ColumnElement, Engine, and_, bindparam, func, select, update
+from sqlalchemy import ColumnElement, Engine, and_, bindparam, func, or_, select, update
 from sqlmodel import col
 
 from reconcile.db import session_scope, table_of
@@ -745,6 +745,8 @@ def confirm_listed(
 
 
 LISTED_CHUNK = 500
+# Batches of MED closings looked up in one pass at most.
+MED_ROUNDS = 20
 
 
 @runtime_checkable
@@ -771,8 +773,12 @@ def confirm_closed_infractions(
     possible forgery); past the grace period, ``status_mismatch`` while the API still
     states the case open and ``unconfirmed_webhook`` while it does not know it. A poll of
     the case cannot settle this: in the notified status it is a repeat of the
-    notification's item, never read. MED cases are few: one call each."""
+    notification's item, never read. MED cases are few: one call each. A case asked too
+    early, or whose look-up failed, is asked again later, spaced out as every confirmed
+    row is (``_recheck_after``), so that a batch of them never holds back the cases behind
+    (``confirm_all`` drains them)."""
     now = now or utcnow()
+    when = col(Infraction.next_check_at)
     with session_scope(engine) as session:
         due = session.execute(
             select(
@@ -780,15 +786,24 @@ def confirm_closed_infractions(
                 col(Infraction.infraction_id),
                 col(Infraction.debited_cents),
                 col(Infraction.updated_at),
+                col(Infraction.check_attempts),
             )
-            .where(col(Infraction.confirmation) == Confirmation.PENDING.value)
-            .order_by(col(Infraction.id))
+            .where(
+                col(Infraction.confirmation) == Confirmation.PENDING.value,
+                # None: never asked (or stored before look-ups were spaced out).
+                or_(when.is_(None), when <= now),
+            )
+            .order_by(when.nulls_first(), col(Infraction.id))
             .limit(limit)
         ).all()
     report = ConfirmReport()
     outcomes: list[dict[str, Any]] = []
-    for row_id, infraction_id, notified, updated_at in due:
+    for row_id, infraction_id, notified, updated_at, attempts in due:
         within_grace = now - as_utc(updated_at) < grace
+
+        # Asked again later: still inside its grace period, or its look-up failed.
+        waits = partial(_infraction_outcome, row_id, updated_at, Confirmation.PENDING)
+        later = now + _recheck_after(attempts + 1)
         try:
             found = api.get_infraction(infraction_id)
             if found.get("id") != infraction_id:
@@ -797,6 +812,7 @@ def confirm_closed_infractions(
                 )
         except NotFound:
             if within_grace:
+                outcomes.append(waits(check_at=later))
                 report.still_pending.append(row_id)
                 continue
             outcomes.append(
@@ -816,10 +832,12 @@ def confirm_closed_infractions(
                 error=type(exc).__name__,
                 provider=isinstance(exc, ProviderError),
             )
+            outcomes.append(waits(check_at=now + MAX_RECHECK))
             report.failed.append(row_id)
             continue
         if str(found.get("status") or "").upper() in OPEN_INFRACTION_STATES:
             if within_grace:
+                outcomes.append(waits(check_at=later))
                 report.still_pending.append(row_id)
                 continue
             outcomes.append(_infraction_outcome(row_id, updated_at, Confirmation.STATUS_MISMATCH))
@@ -831,6 +849,7 @@ def confirm_closed_infractions(
         stated = 0 if name is None else money_cents(found[name])
         if stated == UNKNOWN_AMOUNT:
             log.warning("infraction_debit_unknown", row=infraction_id)
+            outcomes.append(waits(check_at=now + MAX_RECHECK))
             report.failed.append(row_id)
             continue
         agrees = notified in (None, stated)
@@ -855,6 +874,8 @@ def confirm_closed_infractions(
                 )
                 .values(
                     confirmation=bindparam("b_outcome"),
+                    next_check_at=bindparam("b_check_at", type_=UtcDateTime),
+                    check_attempts=table.c.check_attempts + 1,
                     confirmed_debited_cents=bindparam("b_stated"),
                     provider_updated_at=func.coalesce(
                         bindparam("b_closed_at", type_=UtcDateTime),
@@ -878,6 +899,8 @@ def _infraction_outcome(
     outcome: Confirmation,
     stated: int | None = None,
     closed_at: datetime | None = None,
+    *,
+    check_at: datetime | None = None,
 ) -> dict[str, Any]:
     return {
         "b_row_id": row_id,
@@ -885,6 +908,7 @@ def _infraction_outcome(
         "b_outcome": outcome.value,
         "b_stated": stated,
         "b_closed_at": closed_at,
+        "b_check_at": check_at,
     }
 
 
@@ -1150,14 +1174,21 @@ def _count(subject: str, report: ConfirmReport) -> None:
 
 
 def _drain(
-    subject: str, step: Callable[[], ConfirmReport], batch: int, into: ConfirmReport
+    subject: str,
+    step: Callable[[], ConfirmReport],
+    batch: int,
+    into: ConfirmReport,
+    rounds: int | None = None,
 ) -> None:
-    """Run ``step`` until a batch comes back short: nothing more is due now."""
+    """Run ``step`` until a batch comes back short: nothing more is due now. ``rounds``:
+    at most that many batches, the rest left to the next pass."""
+    done = 0
     while True:
         report = step()
         _count(subject, report)
         into.extend(report)
-        if report.interrupted or report.handled < batch:
+        done += 1
+        if report.interrupted or report.handled < batch or done == rounds:
             return
 
 
@@ -1208,11 +1239,16 @@ def confirm_all(
             report,
         )
     if isinstance(payments, InfractionLookup):
-        # The accounts API answers for MED cases too. Once a run, not drained: a case
-        # still inside its grace period is asked again by the next run, not at once.
-        closings = confirm_closed_infractions(engine, payments, grace=grace, limit=batch)
-        _count("infraction", closings)
-        report.extend(closings)
+        # The accounts API answers for MED cases too. Each case asked waits before it is
+        # asked again, so the batches run out; bounded all the same, since a case whose
+        # notification changes while it is asked is due again at once.
+        _drain(
+            "infraction",
+            lambda: confirm_closed_infractions(engine, payments, grace=grace, limit=batch),
+            batch,
+            report,
+            rounds=MED_ROUNDS,
+        )
     if automatico is not None:
         for subject, claimed in (("recurrence", Recurrence), ("recurring_charge", RecurringCharge)):
             step = partial(

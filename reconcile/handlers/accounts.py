@@ -339,16 +339,19 @@ def handle_infraction(session: Session, item: InboxItem) -> None:
 def _closing_confirmation(*, closing: bool, polled: bool, debited: int | None) -> dict[str, Any]:
     """A case's closing moves money (its debit): polled, the API's word as it stands;
     notified, to be confirmed by the API before its debit counts
-    (``confirm_closed_infractions``). An open case moves none: polling asks for it again
-    while it stays open (``refresh_open_infractions``)."""
+    (``confirm_closed_infractions``), at once, whenever an earlier closing's look-up was
+    put off. An open case moves none: polling asks for it again while it stays open
+    (``refresh_open_infractions``)."""
     if polled:
         return {
             "confirmation": Confirmation.CONFIRMED.value,
             "confirmed_debited_cents": debited if closing else None,
+            "next_check_at": None,
         }
     return {
         "confirmation": Confirmation.PENDING.value if closing else None,
         "confirmed_debited_cents": None,
+        "next_check_at": None,
     }
 
 

@@ -256,3 +256,40 @@ def test_the_migration_keeps_closings_stored_before_it_as_judged(blank_url: str)
         "med-polled": ("confirmed", 2000),
         "med-seen-by-both": ("confirmed", 2000),
     }
+
+
+def test_closings_whose_look_ups_fail_hold_back_none_behind_them(engine: Engine) -> None:
+    """More cases whose look-up fails than a batch: the pass goes on to the cases behind
+    them, and a failed one is not asked again at once but after a while."""
+    book = DayBook(engine, PAST)
+    broken = [f"med-{n}" for n in range(3)]
+    for case_id in [*broken, "med-x"]:
+        book.infraction({**_case(book, "AGREED", "20.00"), "id": case_id})
+
+    asked: list[str] = []
+
+    class Failing(_Accounts):
+        def get_infraction(self, infraction_id: str) -> dict[str, Any]:
+            asked.append(infraction_id)
+            if infraction_id in broken:
+                raise ValueError("an answer nobody can read")
+            return super().get_infraction(infraction_id)
+
+    api = Failing(_case(book, "AGREED", "20.00"))
+    settings = Settings(_env_file=None, confirm_batch_size=2)
+    report = confirm_all(engine, None, api, settings)
+    assert (len(report.failed), len(report.confirmed)) == (3, 1)
+    assert asked == [*broken, "med-x"]
+    with Session(engine) as session:
+        cases = {c.infraction_id: c for c in session.exec(select(Infraction))}
+    assert cases["med-x"].confirmation == Confirmation.CONFIRMED.value
+    for case_id in broken:
+        case = cases[case_id]
+        assert case.confirmation == Confirmation.PENDING.value
+        assert case.check_attempts == 1
+        assert case.next_check_at is not None
+        assert as_utc(case.next_check_at) > utcnow()
+    # Asked again only once their wait is over.
+    asked.clear()
+    confirm_all(engine, None, api, settings)
+    assert asked == []
