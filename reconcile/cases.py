@@ -11,14 +11,33 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Date, Integer, Row, Table, case, func, literal, select
+from sqlalchemy import (
+    ColumnElement,
+    Date,
+    Integer,
+    Row,
+    Table,
+    and_,
+    case,
+    func,
+    literal,
+    select,
+)
 from sqlmodel import Session, col
 
 from reconcile.actions import differs, suggested_action
 from reconcile.db import table_of
 from reconcile.masking import mask_text
-from reconcile.models import CaseEvent, CaseState, ExceptionCase, ReconciliationItem
-from reconcile.priorities import URGENT_PRIORITY, urgent_from
+from reconcile.models import (
+    OPEN_INFRACTION_STATES,
+    CaseEvent,
+    CaseState,
+    ExceptionCase,
+    Infraction,
+    ReconciliationItem,
+    UtcDateTime,
+)
+from reconcile.priorities import URGENT_PRIORITY, med_urgent_before, urgent_from
 from reconcile.references import REFERENCE_FIELDS, add_references, med_deadlines
 from reconcile.settings import get_settings
 from reconcile.timeutil import utcnow
@@ -143,10 +162,26 @@ def add_lifecycle(
 def priority_as_of(items: Table, today: date) -> ColumnElement[int]:
     """A verdict's priority for a person working on it ``today``: the run judged it as of
     its day, when money's last day to go back may have been far; a case still open comes
-    first once that day is near (``PIXRECON_REFUND_WARNING_DAYS``) or past."""
+    first once that day is near (``PIXRECON_REFUND_WARNING_DAYS``) or past. So does a MED
+    case still open at the provider whose analysis deadline is near
+    (``reconcile.priorities.MED_WARNING_DAYS``) or past."""
     near = urgent_from(today, get_settings().refund_warning_days)
+    med = table_of(Infraction)
+    med_near = (
+        select(med.c.infraction_id)
+        .where(
+            med.c.infraction_id == items.c.ref,
+            med.c.status.in_(OPEN_INFRACTION_STATES),
+            med.c.deadline_at < literal(med_urgent_before(today), UtcDateTime),
+        )
+        .exists()
+    )
     return case(
         (items.c.refund_by <= literal(near, Date), literal(URGENT_PRIORITY, Integer)),
+        (
+            and_(items.c.subject == "infraction", items.c.status == "open_case", med_near),
+            literal(URGENT_PRIORITY, Integer),
+        ),
         else_=items.c.priority,
     )
 

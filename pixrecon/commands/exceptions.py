@@ -50,7 +50,8 @@ def exceptions(
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """List open (and acknowledged) exceptions, the most urgent first (priority 1: money
-    near or past its last day to be refunded, as of today): how much, why, what to do, the
+    near or past its last day to be refunded, or an open MED case near or past its
+    deadline, as of today): how much, why, what to do, the
     references a person knows them by (txid, endToEndId, the payer masked) and how long
     they have been seen (age in days, to today)."""
     if ctx.invoked_subcommand is not None:

@@ -39,6 +39,7 @@ from reconcile.models import (
     Infraction,
     StatementEntry,
 )
+from reconcile.priorities import med_urgent_before
 from reconcile.timeutil import as_utc
 
 OPEN_STATES = OPEN_INFRACTION_STATES
@@ -312,6 +313,8 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
         ),
         inbox_item_id=cases.c.inbox_item_id,
         statement_id=s.c.sid,
+        # Judged as of the day: its run says the same when re-run after the deadline.
+        urgent=and_(open_at_end(cases, ctx), cases.c.deadline_at < med_urgent_before(ctx.day)),
     )
 
 

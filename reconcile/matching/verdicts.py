@@ -8,6 +8,7 @@ from datetime import date
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     ColumnElement,
     Date,
     Integer,
@@ -28,7 +29,7 @@ from sqlmodel import Session
 from reconcile.db import table_of
 from reconcile.matching.context import RunContext
 from reconcile.models import DeliveryItem, InboxItem, ReconciliationItem, WebhookDelivery
-from reconcile.priorities import EXCEPTION_PRIORITY
+from reconcile.priorities import EXCEPTION_PRIORITY, URGENT_PRIORITY
 from reconcile.priorities import refund_priority as priority_of_refund
 
 Verdict = tuple[ColumnElement[bool], str, bool, str]
@@ -110,6 +111,7 @@ def insert_verdicts(
     net: ColumnElement[int] | None = None,
     webhooks: ColumnElement[int] | None = None,
     refundable: Collection[str] = (),
+    urgent: ColumnElement[bool] | None = None,
 ) -> None:
     """First verdict that holds wins; otherwise ``default_status``. ``where`` keeps the
     rows that belong to the day; ``carried`` says ``in``/``out`` for a movement matched
@@ -118,7 +120,8 @@ def insert_verdicts(
     that the report counts them without joining the inbox again). An exception whose
     status is ``refundable`` and whose money the statement booked may have to be returned:
     it carries the last day it can be (``ctx.refund_by``), written with the row rather than
-    updated afterwards, which on a bad day rewrote tens of thousands of rows."""
+    updated afterwards, which on a bad day rewrote tens of thousands of rows. An exception
+    for which ``urgent`` holds comes first (priority 1) whatever its status."""
     # The first rule that holds is found once per row, as a number, below the sort; the
     # status, flag, reason and priority are then read from that number. Written as four
     # CASEs over the rules, PostgreSQL would test every rule four times for every
@@ -140,6 +143,8 @@ def insert_verdicts(
             cast(carried if carried is not None else null(), String).label("carried"),
             cast(net if net is not None else null(), BigInteger).label("net"),
             cast(webhooks if webhooks is not None else null(), Integer).label("webhooks"),
+            # Only the matchers that pass it pay for the column (not the Pix received's).
+            *([cast(urgent, Boolean).label("urgent")] if urgent is not None else []),
         )
         .select_from(joined)
         # Rows arrive in key order, so the unique index on (run_id, subject, ref) grows at
@@ -176,6 +181,10 @@ def insert_verdicts(
         refund_by = case((to_return, literal(ctx.refund_by, Date)), else_=refund_by)
         urgency = literal(refund_priority(ctx, ctx.refund_by), Integer)
         priority = case((to_return, urgency), else_=priority)
+    if urgent is not None:
+        priority = case(
+            (and_(exception, row.c.urgent), literal(URGENT_PRIORITY, Integer)), else_=priority
+        )
     rows = select(
         literal(ctx.run_id, Integer),
         literal(subject, String),

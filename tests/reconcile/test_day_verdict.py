@@ -776,6 +776,39 @@ def test_a_med_debit_without_its_case_id_is_matched_by_the_disputed_pix(engine: 
     )
 
 
+def test_an_open_med_case_comes_first_as_its_deadline_nears(engine: Engine) -> None:
+    """The run ranks as of its day; the list people work from ranks again as of today,
+    while the case is still open at the provider."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    for case_id, days in (("med-soon", 2), ("med-later", 6)):
+        book.infraction(
+            {
+                "id": case_id,
+                "status": "OPEN",
+                "amount": "80.00",
+                "createdAt": book.at("10:00").isoformat(),
+                "analysisDeadline": book.at("18:00", PAST + timedelta(days=days)).isoformat(),
+            }
+        )
+    book.confirm_all_infractions()
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdicts = verdicts_of(engine, result)
+    priorities = {ref: verdicts[("infraction", ref)].priority for ref in ("med-soon", "med-later")}
+    assert priorities == {"med-soon": 1, "med-later": 2}
+    # Re-run after the later deadline has come near: the day's answer is the day's.
+    again = reconcile_day(engine, PAST, now=AFTER + timedelta(days=5))
+    assert verdicts_of(engine, again)[("infraction", "med-later")].priority == 2
+
+    def listed(today: date) -> dict[str, int]:
+        with session_scope(engine) as session:
+            rows = case_rows(session, day=PAST, as_of=today, by_priority=True)
+        return {row["ref"]: row["priority"] for row in rows if row["subject"] == "infraction"}
+
+    assert listed(PAST + timedelta(days=3)) == {"med-soon": 1, "med-later": 2}
+    assert listed(PAST + timedelta(days=4)) == {"med-soon": 1, "med-later": 1}
+
+
 def _rejected_attempt(day: date) -> dict[str, Any]:
     return {
         "status": "REJEITADA",
