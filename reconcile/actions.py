@@ -29,6 +29,9 @@ CREDIT_REF = "credit:"
 COBR_REF = "cobr:"
 # The ``ref`` of a bridge category's difference no item explains (``…matching.bridge``).
 UNEXPLAINED_REF = "bridge:"
+# That of a notification repeated under its key with other money, by the key of its
+# inbox item (``reconcile.matching.repeats``).
+REPEAT_REF = "repeat:"
 
 
 def is_refund_ref(ref: str) -> bool:
@@ -37,7 +40,7 @@ def is_refund_ref(ref: str) -> bool:
     (``reconcile.matching.movements.refund_ref``). A Pix's own is its bare endToEndId."""
     if ref.startswith("D"):
         return True
-    return ":" in ref and not ref.startswith((RETURN_REF, CREDIT_REF, UNEXPLAINED_REF))
+    return ":" in ref and not ref.startswith((RETURN_REF, CREDIT_REF, UNEXPLAINED_REF, REPEAT_REF))
 
 
 STATED_OTHERWISE = "than the provider's API"
@@ -201,6 +204,18 @@ def _about_automatico(status: str, expected: int | None, ref: str, reason: str |
 MED_API_STATES_OPEN = "the provider's API states the case still open"
 MED_API_STATES_NO_DEBIT = "the provider's API states it closed with nothing debited"
 
+
+def _about_a_repeat(status: str, expected: int | None) -> str:
+    # ``expected`` is what the first notification stated; the repeat's money is in the
+    # reason, and in no amount column: it moved nothing of its own (docs/exports.md).
+    what = "other money" if status == "amount_mismatch" else "another payout, Pix or outcome"
+    return (
+        f"count the {brl(expected)} only as the provider's API states it: a later "
+        f"notification under the same key stated {what} (see why); ask the provider "
+        "whether it sent both, and find out who sent the other if not"
+    )
+
+
 API_STATES_OTHERWISE = "the provider's API states another outcome"
 """How a refund's reason says the API knows it in another final state than notified,
 when what it stated was not kept (refunds confirmed before it was)."""
@@ -235,6 +250,8 @@ def suggested_action(
     is paid back instead; without it, as of the day judged. ``reason``: the verdict's,
     which says when the Pix itemised another amount than the charge's terms."""
     gap = abs((actual or 0) - (expected or 0))
+    if ref.startswith(REPEAT_REF):
+        return _about_a_repeat(status, expected)
     if subject == "movement" and ref.startswith(RETURN_REF):
         return _about_a_return(status, expected, actual, reason)
     if subject == "charge" and reason is not None and ITEMISED_OTHERWISE in reason:

@@ -18,9 +18,11 @@ from sqlalchemy import (
     Engine,
     TextClause,
     and_,
+    bindparam,
     case,
     func,
     insert,
+    or_,
     select,
     text,
     update,
@@ -37,7 +39,7 @@ from reconcile.models import (
     Source,
     WebhookDelivery,
 )
-from reconcile.money import parse_amount
+from reconcile.money import parse_amount, to_cents
 from reconcile.payloads.refs import item_refs, ref_values
 from reconcile.payloads.tolerant import ItemWarning
 from reconcile.timeutil import as_utc, utcnow
@@ -71,12 +73,22 @@ class NewItem:
     def digest(self) -> str | None:
         """MD5 of the amount the item states: a webhook repeat with another digest is a
         conflicting one. ``None`` for the kinds whose repeats are not compared."""
-        amount = self.stated if self.stated is not None else _stated_amount(self)
-        if amount is None:
-            return None
-        return hashlib.md5(
-            amount.encode("utf-8", "surrogatepass"), usedforsecurity=False
-        ).hexdigest()
+        return self.compared()[0]
+
+    def compared(self) -> tuple[str | None, int | None]:
+        """``digest``, and the money the item states in centavos (``stated_cents``), from
+        one reading of its payload at most: the second is what a conflicting repeat
+        stated, kept with the item it repeats (``inbox_item.conflict_amount_cents``)."""
+        if self.stated is not None:
+            # Only a Pix's reader hands its amount over, in its one notation.
+            return _md5(self.stated), _cents(self.stated)
+        if self.kind not in _ACCOUNTS_COMPARED and self.kind not in _AMOUNT_AT:
+            return None, None
+        try:
+            payload = json.loads(self.payload, parse_float=Decimal)
+        except ValueError:
+            return None, None
+        return _md5(_stated_amount(self.kind, payload)), stated_cents(self.kind, payload)
 
     def ref_values(self) -> tuple[str, ...]:
         if self.refs is not None:
@@ -122,6 +134,19 @@ _ACCOUNTS_STATED = ("idempotencyKey", "endToEndId", "analysisResult")
 _ACCOUNTS_AMOUNTS = ("amount", "debitedAmount", "pixRefundAmount")
 
 
+def _md5(amount: str | None) -> str | None:
+    if amount is None:
+        return None
+    return hashlib.md5(amount.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
+
+
+def _cents(value: Any) -> int | None:
+    try:
+        return to_cents(parse_amount(value))
+    except (ValueError, TypeError):  # InvalidAmount among them
+        return None
+
+
 def _money(value: Any) -> str:
     try:
         return str(parse_amount(value))
@@ -129,7 +154,7 @@ def _money(value: Any) -> str:
         return repr(value)
 
 
-def _accounts_stated(payload: Any) -> str | None:
+def _accounts_inner(payload: Any) -> dict[str, Any] | None:
     inner = next(
         (
             payload[slot]
@@ -138,7 +163,12 @@ def _accounts_stated(payload: Any) -> str | None:
         ),
         None,
     )
-    if not isinstance(inner, dict):
+    return inner if isinstance(inner, dict) else None
+
+
+def _accounts_stated(payload: Any) -> str | None:
+    inner = _accounts_inner(payload)
+    if inner is None:
         return None
     parts = [f"{name}={inner.get(name)!r}" for name in _ACCOUNTS_STATED]
     parts += [f"{name}={_money(inner[name])}" for name in _ACCOUNTS_AMOUNTS if name in inner]
@@ -154,28 +184,55 @@ def _accounts_stated(payload: Any) -> str | None:
     return "|".join(parts)
 
 
-def _stated_amount(item: NewItem) -> str | None:
+def _stated_amount(kind: str, payload: Any) -> str | None:
     """The amount an item states, as one text whatever its notation (for an accounts
     notification, what ``_accounts_stated`` compares); ``None`` for a kind whose repeats
     are not compared."""
-    if item.kind in _ACCOUNTS_COMPARED:
-        try:
-            return _accounts_stated(json.loads(item.payload, parse_float=Decimal))
-        except ValueError:
-            return None
-    path = _AMOUNT_AT.get(item.kind)
+    if kind in _ACCOUNTS_COMPARED:
+        return _accounts_stated(payload)
+    path = _AMOUNT_AT.get(kind)
     if path is None:
         return None
-    try:
-        found: Any = json.loads(item.payload, parse_float=Decimal)
-    except ValueError:
-        return None
+    found: Any = payload
     for name in path:
         found = found.get(name) if isinstance(found, dict) else None
     try:
         return str(parse_amount(found))
     except (ValueError, TypeError):  # InvalidAmount among them
         return repr(found)
+
+
+# The money a person reads in an accounts notification, the first of these it carries: a
+# payout's or a credit's payment, a MED case's debit, else its disputed amount, a return's.
+_ACCOUNTS_MONEY: tuple[tuple[str, ...], ...] = (
+    ("payment", "amount"),
+    ("debitedAmount",),
+    ("amount",),
+    ("pixRefundAmount",),
+)
+
+
+def stated_cents(kind: str, payload: Any) -> int | None:
+    """The money an item's payload (parsed) states, in centavos: a Pix's or a refund's
+    ``valor``, an accounts notification's money (``_ACCOUNTS_MONEY``). ``None`` when it
+    cannot be read, and for the kinds whose repeats are not compared. What the nightly run
+    shows of a conflicting repeat: the first notification's money against the repeat's."""
+    if kind in _ACCOUNTS_COMPARED:
+        inner = _accounts_inner(payload)
+        for money in _ACCOUNTS_MONEY:
+            found: Any = inner
+            for name in money:
+                found = found.get(name) if isinstance(found, dict) else None
+            if found is not None:
+                return _cents(found)
+        return None
+    path = _AMOUNT_AT.get(kind)
+    if path is None:
+        return None
+    found = payload
+    for name in path:
+        found = found.get(name) if isinstance(found, dict) else None
+    return _cents(found)
 
 
 def _conflicts(first: NewItem, again: NewItem) -> bool:
@@ -224,18 +281,23 @@ class _Sightings:
 
     count: Counter[str]
     first: dict[str, tuple[int, NewItem]]
+    conflicts: dict[str, int | None]
+    """The keys a later copy of this call contradicts, with the money that copy states
+    (the first such copy's: the flag is set once)."""
 
     @classmethod
     def of(cls, item_lists: Sequence[Sequence[NewItem]]) -> _Sightings:
         count: Counter[str] = Counter()
         first: dict[str, tuple[int, NewItem]] = {}
+        conflicts: dict[str, int | None] = {}
         for index, items in enumerate(item_lists):
             for item in items:
                 count[item.key] += 1
                 found = first.setdefault(item.key, (index, item))
                 if found[1] is not item and _conflicts(found[1], item):
                     first[item.key] = (found[0], _flagged_as_conflicting(found[1]))
-        return cls(count, first)
+                    conflicts.setdefault(item.key, item.compared()[1])
+        return cls(count, first, conflicts)
 
     def results(
         self, item_lists: Sequence[Sequence[NewItem]], stored: Mapping[str, tuple[int, int]]
@@ -342,16 +404,20 @@ class GroupWrite:
         ]
         # A stable key order keeps concurrent batches from deadlocking.
         item_rows = [
-            {
-                "kind": item.kind,
-                "key": key,
-                "payload": item.payload,
-                "status": item.status,
-                "d": index + 1,
-                "seen": seen.count[key],
-                "warnings": warnings_json(item.warnings),
-                "content_digest": item.digest(),
-            }
+            _conflict_columns(
+                {
+                    "kind": item.kind,
+                    "key": key,
+                    "payload": item.payload,
+                    "status": item.status,
+                    "d": index + 1,
+                    "seen": seen.count[key],
+                    "warnings": warnings_json(item.warnings),
+                },
+                item,
+                seen,
+                omit_empty=True,
+            )
             for key, (index, item) in sorted(seen.first.items())
         ]
         refs = sorted(
@@ -377,6 +443,29 @@ class GroupWrite:
         return self.seen.results(self.item_lists, {key: (id_, n) for id_, key, n in rows})
 
 
+def _conflict_columns(
+    row: dict[str, Any], item: NewItem, seen: _Sightings, *, omit_empty: bool = False
+) -> dict[str, Any]:
+    """``row`` with what a conflicting repeat is judged by: the item's digest; the money
+    it states (``stated_cents``: no column, read only where it turns out to repeat a stored
+    item with another digest, as the repeat's money); and, when a later copy in this call
+    contradicts it, that copy's money. ``omit_empty``: leave out what is empty, which the
+    JSON of a row reads as null (most rows, in the statement every delivery runs)."""
+    digest, cents = item.compared()
+    conflicted = item.key in seen.conflicts
+    extra: dict[str, Any] = {
+        "stated_cents": cents,
+        "conflicted": conflicted,
+        "conflict_amount_cents": seen.conflicts.get(item.key),
+    }
+    if omit_empty:
+        # By identity: an amount of 0 is no empty value.
+        extra = {name: value for name, value in extra.items() if value is not None}
+        if not conflicted:
+            del extra["conflicted"]
+    return row | {"content_digest": digest} | extra
+
+
 def _insert_deliveries(
     session: Session, deliveries: Sequence[Delivery], now: datetime
 ) -> list[int]:
@@ -397,15 +486,36 @@ def _insert_deliveries(
 
 
 # A webhook repeat that states another amount than the item flags it, once. Items stored
-# before digests were kept, and kinds not compared, have none: compared with nothing.
-_FLAG_CONFLICT = """CASE
-                WHEN inbox_item.source = 'webhook'
-                    AND inbox_item.content_digest <> EXCLUDED.content_digest
-                    AND position(CAST(:conflict_mark AS text)
-                        IN coalesce(inbox_item.warnings, '')) = 0
-                THEN coalesce(left(inbox_item.warnings, -1) || ', ', '[')
-                    || CAST(:conflict AS text) || ']'
-                ELSE inbox_item.warnings END"""
+# before digests were kept, and kinds not compared, have none: compared with nothing. A
+# copy that a later copy of its own call contradicts (``conflicted_at`` set) flags a stored
+# item too: one of the two differs from it. The first time, the item also keeps when
+# (``conflicted_at``: the nightly run makes it that day's exception) and the money the
+# repeat stated: the call's first copy's own, when it is the one that differs from the
+# item, read from the rows ``r`` (it is no column), else that of the later copy of its
+# call. Items flagged before those columns were kept have neither, and stay so.
+_CONFLICTING = """inbox_item.source = 'webhook'
+                AND (inbox_item.content_digest <> EXCLUDED.content_digest
+                    OR EXCLUDED.conflicted_at IS NOT NULL)
+                AND position(CAST(:conflict_mark AS text)
+                    IN coalesce(inbox_item.warnings, '')) = 0"""
+_FLAG_CONFLICT = """warnings = CASE WHEN {IF}
+            THEN coalesce(left(inbox_item.warnings, -1) || ', ', '[')
+                || CAST(:conflict AS text) || ']'
+            ELSE inbox_item.warnings END,
+        conflicted_at = CASE WHEN {IF}
+            THEN EXCLUDED.last_seen_at ELSE inbox_item.conflicted_at END,
+        conflict_amount_cents = CASE WHEN {IF}
+            THEN CASE WHEN inbox_item.content_digest <> EXCLUDED.content_digest
+                THEN (SELECT r.stated_cents FROM r WHERE r.key = EXCLUDED.key)
+                ELSE EXCLUDED.conflict_amount_cents END
+            ELSE inbox_item.conflict_amount_cents END"""
+
+
+def _flag_conflict(also: str = "") -> str:
+    """The SET of ``_FLAG_CONFLICT``, its condition joined with ``also``."""
+    return _FLAG_CONFLICT.replace("{IF}", f"{also}{_CONFLICTING}")
+
+
 CONFLICT_PARAMS: dict[str, str] = {
     "conflict": json.dumps(CONFLICTING_REPEAT.as_json(), ensure_ascii=False),
     "conflict_mark": _CONFLICT_MARK,
@@ -443,24 +553,27 @@ PG_GROUP_STATEMENT = text(
     ), r AS (
         SELECT * FROM json_to_recordset(CAST(:items AS json)) AS t(
             kind text, key text, payload text, status text, d bigint, seen integer,
-            warnings text, content_digest text
+            warnings text, content_digest text, stated_cents bigint, conflicted boolean,
+            conflict_amount_cents bigint
         )
     ), i AS (
         INSERT INTO inbox_item (
             source, kind, key, payload, status, delivery_id, received_at, last_seen_at,
             webhook_at, poll_at, webhook_count, poll_count, attempts, warnings,
-            content_digest
+            content_digest, conflicted_at, conflict_amount_cents
         )
         SELECT 'webhook', r.kind, r.key, r.payload, r.status, dn.id,
             CAST(:now AS timestamptz), CAST(:now AS timestamptz),
-            CAST(:now AS timestamptz), NULL, r.seen, 0, 0, r.warnings, r.content_digest
+            CAST(:now AS timestamptz), NULL, r.seen, 0, 0, r.warnings, r.content_digest,
+            CASE WHEN r.conflicted THEN CAST(:now AS timestamptz) END,
+            r.conflict_amount_cents
         FROM r JOIN dn ON dn.n = r.d
         ORDER BY r.key
         ON CONFLICT (key) DO UPDATE SET
             last_seen_at = EXCLUDED.last_seen_at,
             webhook_count = inbox_item.webhook_count + EXCLUDED.webhook_count,
             webhook_at = coalesce(inbox_item.webhook_at, EXCLUDED.webhook_at),
-            warnings = {FLAG_CONFLICT}
+            {FLAG_CONFLICT}
         RETURNING id, key, webhook_count + poll_count AS seen
     ), created AS (
         SELECT i.id, i.key, r.d FROM i JOIN r ON r.key = i.key WHERE i.seen = r.seen
@@ -482,25 +595,31 @@ PG_GROUP_STATEMENT = text(
         ORDER BY i.id, dn.id
     )
     SELECT id, key, seen FROM i
-    """.replace("{FLAG_CONFLICT}", _FLAG_CONFLICT)
+    """.replace("{FLAG_CONFLICT}", _flag_conflict())
 )
 _PG_UPSERT = text(
     """
+    WITH r AS (
+        SELECT * FROM ROWS FROM (json_to_recordset(CAST(:rows AS json)) AS (
+            kind text, key text, payload text, status text, delivery_id bigint,
+            webhook_count integer, poll_count integer, warnings text, content_digest text,
+            stated_cents bigint, conflicted boolean, conflict_amount_cents bigint
+        )) WITH ORDINALITY AS t(
+            kind, key, payload, status, delivery_id, webhook_count, poll_count, warnings,
+            content_digest, stated_cents, conflicted, conflict_amount_cents, n
+        )
+    )
     INSERT INTO inbox_item (
         source, kind, key, payload, status, delivery_id, received_at, last_seen_at,
-        webhook_at, poll_at, webhook_count, poll_count, attempts, warnings, content_digest
+        webhook_at, poll_at, webhook_count, poll_count, attempts, warnings, content_digest,
+        conflicted_at, conflict_amount_cents
     )
     SELECT CAST(:source AS text), kind, key, payload, status, delivery_id,
         CAST(:now AS timestamptz), CAST(:now AS timestamptz),
         CAST(:webhook_at AS timestamptz), CAST(:poll_at AS timestamptz),
-        webhook_count, poll_count, 0, warnings, content_digest
-    FROM ROWS FROM (json_to_recordset(CAST(:rows AS json)) AS (
-        kind text, key text, payload text, status text, delivery_id bigint,
-        webhook_count integer, poll_count integer, warnings text, content_digest text
-    )) WITH ORDINALITY AS t(
-        kind, key, payload, status, delivery_id, webhook_count, poll_count, warnings,
-        content_digest, n
-    )
+        webhook_count, poll_count, 0, warnings, content_digest,
+        CASE WHEN conflicted THEN CAST(:now AS timestamptz) END, conflict_amount_cents
+    FROM r
     ORDER BY n
     ON CONFLICT (key) DO UPDATE SET
         last_seen_at = EXCLUDED.last_seen_at,
@@ -508,10 +627,9 @@ _PG_UPSERT = text(
         poll_count = inbox_item.poll_count + EXCLUDED.poll_count,
         webhook_at = coalesce(inbox_item.webhook_at, EXCLUDED.webhook_at),
         poll_at = coalesce(inbox_item.poll_at, EXCLUDED.poll_at),
-        warnings = CASE WHEN CAST(:source AS text) = 'webhook' THEN {FLAG_CONFLICT}
-            ELSE inbox_item.warnings END
+        {FLAG_CONFLICT}
     RETURNING id, key, webhook_count + poll_count
-    """.replace("{FLAG_CONFLICT}", _FLAG_CONFLICT)
+    """.replace("{FLAG_CONFLICT}", _flag_conflict("CAST(:source AS text) = 'webhook' AND "))
 )
 _PG_REFS = text(
     """
@@ -548,10 +666,22 @@ _UPSERTS: dict[str, Any] = {}
 
 
 def _upsert(dialect: str) -> Any:
+    """The upsert of every dialect but PostgreSQL's (SQLite): ``_PG_UPSERT`` as SQLAlchemy
+    writes it, but for the money of a call's first copy that differs from the stored
+    item, which it cannot read beside its rows (``_fill_conflict_amounts``)."""
     stmt = _UPSERTS.get(dialect)
     if stmt is None:
         table = table_of(InboxItem)
         base = insert_for(dialect)(table)
+        conflicting = and_(
+            table.c.source == Source.WEBHOOK.value,
+            base.excluded.source == Source.WEBHOOK.value,
+            or_(
+                table.c.content_digest != base.excluded.content_digest,
+                base.excluded.conflicted_at.is_not(None),
+            ),
+            func.instr(func.coalesce(table.c.warnings, ""), _CONFLICT_MARK) == 0,
+        )
         stmt = _UPSERTS[dialect] = base.on_conflict_do_update(
             index_elements=[table.c.key],
             set_={
@@ -562,12 +692,7 @@ def _upsert(dialect: str) -> Any:
                 "poll_at": func.coalesce(table.c.poll_at, base.excluded.poll_at),
                 "warnings": case(
                     (
-                        and_(
-                            table.c.source == Source.WEBHOOK.value,
-                            base.excluded.source == Source.WEBHOOK.value,
-                            table.c.content_digest != base.excluded.content_digest,
-                            func.instr(func.coalesce(table.c.warnings, ""), _CONFLICT_MARK) == 0,
-                        ),
+                        conflicting,
                         func.coalesce(
                             func.substr(table.c.warnings, 1, func.length(table.c.warnings) - 1)
                             + ", ",
@@ -578,9 +703,47 @@ def _upsert(dialect: str) -> Any:
                     ),
                     else_=table.c.warnings,
                 ),
+                "conflicted_at": case(
+                    (conflicting, base.excluded.last_seen_at), else_=table.c.conflicted_at
+                ),
+                "conflict_amount_cents": case(
+                    (conflicting, base.excluded.conflict_amount_cents),
+                    else_=table.c.conflict_amount_cents,
+                ),
             },
-        ).returning(table.c.id, table.c.key, table.c.webhook_count + table.c.poll_count)
+        ).returning(
+            table.c.id,
+            table.c.key,
+            table.c.webhook_count + table.c.poll_count,
+            # Flagged by this statement (``last_seen_at`` is its time).
+            table.c.conflicted_at == table.c.last_seen_at,
+            table.c.content_digest,
+        )
     return stmt
+
+
+def _fill_conflict_amounts(
+    session: Session, upserted: Sequence[Sequence[Any]], seen: _Sightings
+) -> None:
+    """The money of each call's first copy that flagged a stored item by its other
+    digest, written after the upsert in its transaction: where PostgreSQL reads it from
+    the rows in the same statement (``_FLAG_CONFLICT``). Rare: no statement at all in the
+    common case."""
+    fills = []
+    for item_id, key, _, flagged_now, digest in upserted:
+        if not flagged_now or digest is None:
+            continue
+        copy_digest, cents = seen.first[key][1].compared()
+        if copy_digest not in (None, digest):
+            fills.append({"item_id": item_id, "cents": cents})
+    if fills:
+        table = table_of(InboxItem)
+        session.execute(
+            update(table)
+            .where(table.c.id == bindparam("item_id"))
+            .values(conflict_amount_cents=bindparam("cents")),
+            fills,
+        )
 
 
 def _store_groups(
@@ -597,17 +760,20 @@ def _store_groups(
         return [StoreResult() for _ in groups]
     is_webhook = source is Source.WEBHOOK
     rows = [
-        {
-            "kind": item.kind,
-            "key": key,
-            "payload": item.payload,
-            "status": item.status,
-            "delivery_id": groups[index][0],
-            "webhook_count": sightings[key] if is_webhook else 0,
-            "poll_count": 0 if is_webhook else sightings[key],
-            "warnings": warnings_json(item.warnings),
-            "content_digest": item.digest(),
-        }
+        _conflict_columns(
+            {
+                "kind": item.kind,
+                "key": key,
+                "payload": item.payload,
+                "status": item.status,
+                "delivery_id": groups[index][0],
+                "webhook_count": sightings[key] if is_webhook else 0,
+                "poll_count": 0 if is_webhook else sightings[key],
+                "warnings": warnings_json(item.warnings),
+            },
+            item,
+            seen,
+        )
         # A stable key order keeps concurrent batches from deadlocking on PostgreSQL.
         for key, (index, item) in sorted(first.items())
     ]
@@ -620,8 +786,8 @@ def _store_groups(
         "attempts": 0,
     }
     dialect = dialect_of(session)
-    upserted = (
-        session.execute(
+    if dialect == "postgresql":
+        upserted = session.execute(
             _PG_UPSERT,
             {
                 "rows": _json_rows(rows),
@@ -631,13 +797,24 @@ def _store_groups(
                 "poll_at": shared["poll_at"],
                 **CONFLICT_PARAMS,
             },
-        )
-        if dialect == "postgresql"
-        else session.execute(_upsert(dialect), [row | shared for row in rows])
-    )
-    stored = {key: (item_id, n) for item_id, key, n in upserted}
+        ).all()
+    else:
+        upserted = session.execute(
+            _upsert(dialect), [_as_columns(row, now) | shared for row in rows]
+        ).all()
+        _fill_conflict_amounts(session, upserted, seen)
+    stored = {row[1]: (row[0], row[2]) for row in upserted}
     _index(session, groups, first, stored, sightings)
     return seen.results(item_lists, stored)
+
+
+def _as_columns(row: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """A row of ``_conflict_columns`` as the table's columns."""
+    columns = {name: value for name, value in row.items() if name not in _NOT_COLUMNS}
+    return columns | {"conflicted_at": now if row["conflicted"] else None}
+
+
+_NOT_COLUMNS = ("stated_cents", "conflicted")
 
 
 def _index(

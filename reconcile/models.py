@@ -139,6 +139,14 @@ class InboxItem(InboxItemBase, table=True):
     __table_args__ = (
         UniqueConstraint("key", name="uq_inbox_item_key"),
         Index("ix_inbox_item_status_received", "status", "received_at"),
+        # Only the few items a conflicting repeat flagged: the nightly run looks up a
+        # day's without reading the inbox (migration 0033).
+        Index(
+            "ix_inbox_item_conflicted",
+            "conflicted_at",
+            postgresql_where=text("conflicted_at IS NOT NULL"),
+            sqlite_where=text("conflicted_at IS NOT NULL"),
+        ),
     )
 
     id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
@@ -167,6 +175,18 @@ class InboxItem(InboxItemBase, table=True):
         default=None,
         max_length=32,
         description="MD5 of the amount a Pix or a refund states (else none)",
+    )
+    # The first such repeat: when it came (the day whose nightly run makes it an
+    # exception) and the money it stated. None on items flagged before they were kept.
+    conflicted_at: datetime | None = Field(
+        default=None,
+        sa_type=UtcDateTime,
+        description="when a repeat stating other money first flagged the item",
+    )
+    conflict_amount_cents: int | None = Field(
+        default=None,
+        sa_type=BigInteger,
+        description="the money that repeat stated (null when it could not be read)",
     )
 
     @property

@@ -52,6 +52,7 @@ from reconcile.matching.judgement import (
 from reconcile.matching.movements import is_big_day, match_received, match_refunds
 from reconcile.matching.parallel import alongside
 from reconcile.matching.payouts import match_payout_returns, match_payouts
+from reconcile.matching.repeats import judge_conflicting_repeats
 from reconcile.matching.totals import balance_drift
 from reconcile.metrics import RECONCILIATION_RUNS
 from reconcile.models import (
@@ -75,6 +76,7 @@ MATCHERS: list[tuple[str, Callable[[Session, RunContext], None]]] = [
     ("payout returns", match_payout_returns),
     ("credits notified", match_notified_credits),
     ("infractions", match_infractions),
+    ("conflicting repeats", judge_conflicting_repeats),
 ]
 # Statement lines nobody explains, and the bridge's figures from the source tables: they
 # read no verdict, so on a big day they run alongside the matchers after the first.

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Row, or_, select
 from sqlmodel import Session
 
-from reconcile.actions import COBR_REF, CREDIT_REF, RETURN_REF
+from reconcile.actions import COBR_REF, CREDIT_REF, REPEAT_REF, RETURN_REF
 from reconcile.db import table_of
 from reconcile.masking import mask_document, mask_name, mask_text
 from reconcile.models import (
@@ -73,6 +73,11 @@ def _add(session: Session, rows: list[dict[str, Any]], entries: Sequence[int | N
             # else a payout's key, and the statement line's references tell.
             key = ref.removeprefix(RETURN_REF)
             e2e[i] = key if len(key) == 32 else None
+        elif subject == "movement" and ref.startswith(REPEAT_REF):
+            # A repeated Pix's key names its endToEndId, a refund's its rtrId (resolved to
+            # its Pix below) or its Pix's endToEndId; an accounts key names neither.
+            kind, _, rest = ref.removeprefix(REPEAT_REF).partition(":")
+            e2e[i] = rest.split(":", 1)[0] if kind in ("pix", "refund") else None
         elif subject == "movement" and ref.startswith(CREDIT_REF):
             # A credit the accounts API notified, by its reference there (looked up below).
             e2e[i] = None

@@ -53,6 +53,10 @@ def test_a_repeat_with_another_amount_flags_the_item_once(running_node: RunningN
     item = _item(running_node, e2e)
     assert len(_flags(item)) == 1
     assert item.webhook_count == 3
+    # When the first such repeat came, and what it stated: the nightly run of that day
+    # makes it an exception (reconcile/matching/repeats.py).
+    assert item.conflicted_at is not None
+    assert item.conflict_amount_cents == 2_000
     with session_scope(running_node.node.engine) as session:
         row = session.execute(select(PixReceived)).scalar_one()
     assert row.amount_cents == 1_000
@@ -79,6 +83,7 @@ def test_identical_repeats_and_a_pix_sent_again_with_its_refund_are_no_conflict(
     item = _item(running_node, e2e)
     assert item.webhook_count == 4
     assert _flags(item) == []
+    assert (item.conflicted_at, item.conflict_amount_cents) == (None, None)
 
 
 def test_two_pix_under_one_key_in_one_body_flag_the_first(running_node: RunningNode) -> None:
@@ -89,6 +94,7 @@ def test_two_pix_under_one_key_in_one_body_flag_the_first(running_node: RunningN
     item = _item(running_node, e2e)
     assert len(_flags(item)) == 1
     assert json.loads(item.payload)["valor"] == "5.00"
+    assert (item.conflicted_at is not None, item.conflict_amount_cents) == (True, 700)
 
 
 def test_a_pix_first_sent_without_its_amount_is_flagged_when_it_comes(
@@ -142,7 +148,9 @@ def test_an_accounts_repeat_that_states_other_money_or_another_outcome_is_flagge
     other = {**payout, "idempotencyKey": "po-supplier-001", "payment": {"amount": 800.00}}
     again = _accounts(running_node, other)
     assert (again["new"], again["duplicates"]) == (0, 1)
-    assert len(_flags(_accounts_item(running_node, key))) == 1
+    flagged = _accounts_item(running_node, key)
+    assert len(_flags(flagged)) == 1
+    assert (flagged.conflicted_at is not None, flagged.conflict_amount_cents) == (True, 80_000)
 
     case = {
         "id": "inf-1",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date, datetime
 from typing import Any
 
 import pytest
@@ -13,7 +14,9 @@ from migrations.apply import head_revision, is_up_to_date
 from reconcile import models  # noqa: F401  (registers the tables)
 from reconcile.db import table_of
 from reconcile.matching.judgement import is_pending
+from reconcile.matching.repeats import conflicted_between
 from reconcile.models import ReconciliationItem
+from reconcile.timeutil import business_day_bounds
 
 
 # Neither dialect reflects an index on an expression, so autogenerate skips them (and
@@ -77,7 +80,10 @@ def _plan(engine: Engine, query: Select[Any]) -> str:
             shown = []
             for number, name in enumerate(compiled.params, 1):
                 sql = sql.replace(f"%({name})s", f"${number}")
-                shown.append(repr(compiled.params[name]))
+                value = compiled.params[name]
+                shown.append(
+                    f"'{value.isoformat()}'" if isinstance(value, datetime) else repr(value)
+                )
             connection.execute(text("SET enable_seqscan = off"))
             connection.execute(text("SET plan_cache_mode = force_generic_plan"))
             connection.exec_driver_sql("PREPARE looked_up AS " + sql)
@@ -106,3 +112,12 @@ def test_the_verdicts_a_report_looks_up_are_found_by_their_own_indexes(
     pending status bound as a parameter, would not."""
     items = table_of(ReconciliationItem)
     assert index in _plan(engine, select(items.c.id).where(items.c.run_id == 7, which(items)))
+
+
+DAY = business_day_bounds(date(2026, 3, 10))
+
+
+def test_a_days_conflicting_repeats_are_found_by_their_own_index(engine: Engine) -> None:
+    """The nightly run looks up the few items a conflicting repeat flagged on the day
+    through their partial index (migration 0033), never by reading the inbox."""
+    assert "ix_inbox_item_conflicted" in _plan(engine, conflicted_between(*DAY))
