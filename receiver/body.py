@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import codecs
 import json
+import re
+import urllib.parse
 import zlib
 from decimal import Decimal
 from typing import Any
@@ -73,7 +75,9 @@ def decode_body(request: Request, body: bytes, max_bytes: int, flags: list[str])
     together (``gzip, identity``) were applied in that order and are undone in reverse;
     ``identity`` changes nothing. The limit counts what decompresses, read no further than
     one byte past it, so a small bomb is refused without being inflated. A body that is
-    not compressed but plainly JSON is read as it came, and ``flags`` says so."""
+    not compressed but plainly JSON is read as it came, and ``flags`` says so — under a
+    coding not decoded here (``br``, ``zstd``) too: only a body compressed in one is
+    refused."""
     header = request.headers.get("content-encoding", "")
     codings = [c.strip().lower() for c in header.split(",")]
     codings = [c for c in codings if c not in ("", "identity")]
@@ -83,18 +87,31 @@ def decode_body(request: Request, body: bytes, max_bytes: int, flags: list[str])
         except Problem as problem:
             # A sender that labels what it did not compress (a proxy that removed the
             # compression, a client setting the header by default): the JSON is readable.
-            if problem.status != 400 or not _plain_json(body):
+            # Under a coding we cannot undo, the whole body must look like JSON, its last
+            # byte too: a compressed one refused as such tells its sender what is wrong.
+            if not (
+                (problem.status == 400 and _plain_json(body))
+                or (problem.status == 415 and _plain_json(body, whole=True))
+            ):
                 raise
+            name = encoding if _CODING.fullmatch(encoding) else "another coding"
             flags.append(
-                f"a body compressed as its Content-Encoding says, {encoding} (it came uncompressed)"
+                f"a body compressed as its Content-Encoding says, {name} (it came uncompressed)"
             )
             break
     return body
 
 
-def _plain_json(body: bytes) -> bool:
-    start = body.removeprefix(codecs.BOM_UTF8).lstrip()[:1]
-    return start in (b"{", b"[")
+# A coding's name as the flag repeats it: a token, short; a header a sender made up is
+# no business of an item's warnings.
+_CODING = re.compile(r"[a-z0-9._+-]{1,24}")
+
+
+def _plain_json(body: bytes, *, whole: bool = False) -> bool:
+    text = body.removeprefix(codecs.BOM_UTF8).strip()
+    if whole and text[-1:] not in (b"}", b"]"):
+        return False
+    return text[:1] in (b"{", b"[")
 
 
 def _inflate(body: bytes, encoding: str, max_bytes: int) -> bytes:
@@ -275,6 +292,50 @@ def _loads_leniently(text: str, flags: list[str], members: _Members) -> Any:
     return document
 
 
+def _refused(media_type: str, charset: str | None, exc: ValueError) -> Problem:
+    declared = _codec(charset)
+    # Valid UTF-8 JSON read in another declared charset is no JSON at all: the
+    # sender's operator must be told which charset the body was read in.
+    read_in = (
+        f" (read as {declared}, the charset its Content-Type declares)"
+        if declared is not None
+        else ""
+    )
+    form = ", nor a form whose one field holds it" if media_type == _FORM else ""
+    return _not_json(media_type, f"body is not valid JSON{read_in}{form}: {exc}")
+
+
+_FORM = "application/x-www-form-urlencoded"
+
+
+def _form_json(body: bytes, flags: list[str]) -> tuple[str, Any] | None:
+    """The JSON document some gateways post as the one field of a form (``payload=…``,
+    ``data=…``, ``json=…``), and its text; ``None`` for any other form. Tried only once
+    the body failed to read as JSON."""
+    try:
+        fields = urllib.parse.parse_qsl(
+            body.decode("utf-8"),
+            keep_blank_values=True,
+            strict_parsing=True,
+            errors="strict",
+            max_num_fields=1,
+        )
+    except ValueError:  # UnicodeDecodeError too
+        return None
+    if len(fields) != 1 or fields[0][1].strip()[:1] not in ("{", "["):
+        return None
+    text = fields[0][1]
+    read: list[str] = []
+    try:
+        document = _loads(text, read)
+    except RecursionError:
+        raise Problem(400, "malformed-json", "JSON nested too deeply") from None
+    except ValueError:
+        return None
+    flags.extend(["a JSON body (it came as the one field of a form)", *read])
+    return text, document
+
+
 def parse_json(request: Request, body: bytes, flags: list[str]) -> Any:
     """The body's JSON document; what about it was not as HTTP and JSON say, but readable
     all the same, is added to ``flags`` (one phrase each, flagged on every item)."""
@@ -313,15 +374,10 @@ def parse_json(request: Request, body: bytes, flags: list[str]) -> Any:
     except UnicodeDecodeError as exc:
         raise _not_json(media_type, _undecodable(exc, _codec(charset))) from None
     except ValueError as exc:
-        declared = _codec(charset)
-        # Valid UTF-8 JSON read in another declared charset is no JSON at all: the
-        # sender's operator must be told which charset the body was read in.
-        read_in = (
-            f" (read as {declared}, the charset its Content-Type declares)"
-            if declared is not None
-            else ""
-        )
-        raise _not_json(media_type, f"body is not valid JSON{read_in}: {exc}") from None
+        posted = _form_json(body, flags) if media_type == _FORM else None
+        if posted is None:
+            raise _refused(media_type, charset, exc) from None
+        text, document = posted
     # Each level but the innermost opens with a bracket: a text with few cannot be deep,
     # and counting them is a fraction of walking the document.
     shallow = text.count("{") + text.count("[") < MAX_JSON_DEPTH

@@ -23,9 +23,10 @@ _HEADER = REQUEST_ID_HEADER.encode()
 
 
 _SLASHES = re.compile(r"/{2,}")
-# A merchant who registers the full ``…/webhooks/qrcode/pix`` gets the ``/pix`` the provider
-# appends doubled (``rec`` and ``cobr`` likewise).
-_DOUBLED = re.compile(r"^(/webhooks/qrcode/(pix|rec|cobr))/\2$")
+# A merchant who registers the full ``…/webhooks/qrcode/pix`` gets whatever the provider
+# appends after it: ``/pix``, and ``/rec`` and ``/cobr`` when the same URL serves Pix
+# Automático too. The appended segment, the last, says what the delivery is.
+_DOUBLED = re.compile(r"^/webhooks/qrcode/(?:pix|rec|cobr)/(pix|rec|cobr)$")
 
 
 def webhook_path(path: str) -> str:
@@ -35,7 +36,7 @@ def webhook_path(path: str) -> str:
         normal = _SLASHES.sub("/", normal).rstrip("/")
     doubled = _DOUBLED.match(normal)
     if doubled:
-        normal = doubled[1]
+        normal = "/webhooks/qrcode/" + doubled[1]
     if normal.startswith("/webhooks/") or normal == "/webhooks":
         return normal
     return path
@@ -45,10 +46,10 @@ class WebhookPaths:
     """A webhook URL registered with a trailing slash (``…/webhooks/qrcode/``) makes the
     provider post to ``…/webhooks/qrcode//pix``, and some senders add a trailing slash of
     their own; one registered with its route (``…/webhooks/qrcode/pix``) makes it post to
-    ``…/webhooks/qrcode/pix/pix``. Answering those 404, or a redirect the sender may not
-    follow, counts towards the provider disabling the webhook: repeated and trailing
-    slashes of a webhook path, and a doubled last segment of a QR code route, are dropped
-    before routing."""
+    ``…/webhooks/qrcode/pix/pix`` (and ``…/pix/rec``, ``…/pix/cobr``). Answering those
+    404, or a redirect the sender may not follow, counts towards the provider disabling
+    the webhook: repeated and trailing slashes of a webhook path are dropped before
+    routing, and a QR code route followed by another is routed by the last."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

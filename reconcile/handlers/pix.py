@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,7 +26,7 @@ from reconcile.models import Confirmation, InboxItem, PixReceived, PixRefund, So
 from reconcile.money import parse_amount, to_cents
 from reconcile.payloads import UNKNOWN_STATUS
 from reconcile.payloads.pix import Devolucao, PixItem, is_documented
-from reconcile.payloads.tolerant import read_timestamp
+from reconcile.payloads.tolerant import ItemWarning, read_timestamp
 from reconcile.timeutil import as_utc, utcnow
 
 log = get_logger(__name__)
@@ -212,9 +213,11 @@ def write_refunds(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []
     gone: list[int] = []
+    second: list[int] = []
     for known, sightings in _by_refund(stored, rows):
         if not sightings:
             continue
+        second += _second_rtr_ids(known, sightings)
         if not known:
             state = _fold(sightings[0], sightings[1:])
             inserts.append({**_written(state), "updated_at": now})
@@ -240,6 +243,39 @@ def write_refunds(session: Session, rows: Sequence[dict[str, Any]]) -> None:
         )
     if inserts:
         session.execute(insert(table), inserts)
+    if second:
+        _flag(session, second, SECOND_RTR_ID)
+
+
+SECOND_RTR_ID = ItemWarning(
+    "/devolucao/rtrId",
+    "one rtrId per refund id (the id is unique per Pix): a second rtrId came under this"
+    " refund's id, and both sightings went into its one pix_refund row",
+)
+
+
+def _second_rtr_ids(known: list[dict[str, Any]], sightings: list[dict[str, Any]]) -> list[int]:
+    """The items of ``sightings`` that bring another ``rtrId`` under a refund's id than
+    the one it already had (stored, or earlier in the batch). The BCB makes the id unique
+    per Pix, so the two are merged into one row as ever; but two SPI returns under one id
+    is either a sender's mistake or a second refund, and must not pass unseen."""
+    seen = [row["rtr_id"] for row in (*sorted(known, key=lambda row: row["id"]), *sightings)]
+    first = next((rtr_id for rtr_id in seen if rtr_id is not None), None)
+    return [row["inbox_item_id"] for row in sightings if row["rtr_id"] not in (None, first)]
+
+
+def _flag(session: Session, item_ids: list[int], warning: ItemWarning) -> None:
+    """``warning`` added to these items' own (once: a replay adds it no second time). Rare,
+    so read and written back one item at a time."""
+    table = table_of(InboxItem)
+    found = session.execute(select(table.c.id, table.c.warnings).where(table.c.id.in_(item_ids)))
+    for item_id, stored in list(found):
+        warnings: list[dict[str, str]] = json.loads(stored) if stored else []
+        if warning.as_json() in warnings:
+            continue
+        flagged = json.dumps([*warnings, warning.as_json()], ensure_ascii=False)
+        session.execute(update(table).where(table.c.id == item_id).values(warnings=flagged))
+        log.info("refund_second_rtr_id", item_id=item_id)
 
 
 def _lock_refunds_of(session: Session, pixes: list[str]) -> None:

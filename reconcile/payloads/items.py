@@ -16,9 +16,9 @@ from pydantic import ValidationError
 from reconcile.inbox import NewItem, dump_json
 from reconcile.models import ItemKind, ItemStatus
 from reconcile.payloads import PayloadInvalid, violations
-from reconcile.payloads.refs import ENVELOPES, item_refs, ref_values
+from reconcile.payloads.refs import ENVELOPES, item_refs, ref_text, ref_values
 from reconcile.payloads.text import mended_warnings
-from reconcile.payloads.tolerant import ItemWarning, Tolerant, pointer
+from reconcile.payloads.tolerant import ItemWarning, Tolerant, pointer, spelling
 
 M = TypeVar("M", bound=Tolerant)
 
@@ -126,6 +126,9 @@ class Refusal:
         self.violations: list[dict[str, str]] = []
         # Each candidate refused: where it was in the body, and the object as it came.
         self.rejected: list[Candidate] = []
+        # Those whose key is there, readable, but not as documented: where each was in the
+        # body → the flag at its key.
+        self.malformed: dict[str, ItemWarning] = {}
 
     def not_an_object(self, at: str, what: str) -> None:
         self.violations.append({"property": at or "/", "message": f"{what} must be an object"})
@@ -163,13 +166,18 @@ class Refusal:
         the provider's, until it disables the webhook. Those are stored, and each item
         without its key is kept whole as ``unsupported``, with where it was in the body.
         ``keyed_inside``: a refused object holds an item that has its own key (a refund's
-        ``rtrId`` in a Pix without its ``endToEndId``), so the delivery is not refused."""
-        if not items and not keyed_inside:
+        ``rtrId`` in a Pix without its ``endToEndId``), so the delivery is not refused; nor
+        is one with an object whose key is there but not as documented (``malformed``)."""
+        if not items and not keyed_inside and not self.malformed:
             self.raise_if_any(what)
         return [
             *items,
             *(
-                unsupported_item(label, raw, ItemWarning(at or "/", f"{what} with its key"))
+                unsupported_item(
+                    label,
+                    raw,
+                    self.malformed.get(at) or ItemWarning(at or "/", f"{what} with its key"),
+                )
                 for at, raw in self.rejected
             ),
         ]
@@ -204,9 +212,41 @@ def keyed(
         if not parsed.key_found():
             refusal.without_key(parsed, at)
             refusal.rejected.append((at, kept(raw)))
+            malformed = malformed_key(parsed, raw, what)
+            if malformed is not None:
+                refusal.malformed[at] = ItemWarning(at + malformed.pointer, malformed.expected)
             continue
         found.append((parsed, raw, at))
     return found
+
+
+def malformed_key(model: Tolerant, raw: dict[str, Any], what: str) -> ItemWarning | None:
+    """The flag at a key field of ``raw`` that ``model`` could not read as its key, though
+    it holds one as a reference is found (text, or an integer: ``pixrecon events --ref``):
+    a 31-character ``endToEndId``, one with a hyphen. Such an object is kept whole, not
+    refused: the provider disables a webhook whose deliveries keep failing, and the key
+    finds it. ``None`` when no key field holds anything readable (absent, ``null``, an
+    object). Only ever asked of an object without its key, so the common one pays nothing."""
+    found = {w.pointer: w.expected for w in model.warnings()}
+    for name in type(model).KEYS:
+        given = name if raw.get(name) not in (None, "") else _respelling(raw, name)
+        if given is None or ref_text(raw[given]) is None:
+            continue
+        expected = found.get(pointer([name]), "the business key as documented")
+        return ItemWarning(pointer([given]), f"{expected}: the key of {what}, kept whole for it")
+    return None
+
+
+def _respelling(raw: dict[str, Any], name: str) -> str | None:
+    wanted = spelling(name)
+    return next(
+        (
+            given
+            for given, value in raw.items()
+            if isinstance(given, str) and spelling(given) == wanted and value not in (None, "")
+        ),
+        None,
+    )
 
 
 def new_item(

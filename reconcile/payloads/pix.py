@@ -30,6 +30,7 @@ from reconcile.payloads.items import (
     split_body,
     unsupported_item,
 )
+from reconcile.payloads.refs import ref_text
 
 E2E_PATTERN = r"^[a-zA-Z0-9]{32}$"
 TXID_PATTERN = r"^[a-zA-Z0-9]{1,35}$"
@@ -371,14 +372,16 @@ def _holds_a_keyed_refund(raw: Any) -> bool:
     """Whether a Pix refused for want of its own key lists a refund with the SPI's
     ``rtrId``: a business key of its own, so the delivery is kept (the Pix, refunds and
     all, as ``unsupported``; the refund is in the statement and in the poll of its Pix)
-    rather than refused."""
+    rather than refused. An ``rtrId`` there but not as documented keeps it too: it finds
+    the Pix all the same."""
     found = raw.get("devolucoes") if isinstance(raw, dict) else None
     for entry in found if isinstance(found, list) else [found]:
         if not isinstance(entry, dict):
             continue
         try:
-            if Devolucao.model_validate(entry).rtrId is not None:
-                return True
+            refund = Devolucao.model_validate(entry)
         except ValidationError:
             continue
+        if refund.rtrId is not None or ref_text(entry.get("rtrId")) is not None:
+            return True
     return False

@@ -34,7 +34,9 @@ _ANY = (
 )
 
 
-def _text(value: Any) -> str | None:
+def ref_text(value: Any) -> str | None:
+    """``value`` as a reference is indexed (and found): text or an integer, without the
+    whitespace around it; ``None`` for anything else."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -89,7 +91,7 @@ class _Found:
     def take(self, holder: Any, names: tuple[tuple[str, str], ...]) -> None:
         for obj in _objects(holder):
             for source, shown in names:
-                value = _text(obj[source] if source in obj else _respelled(obj, source))
+                value = ref_text(obj[source] if source in obj else _respelled(obj, source))
                 if value is not None and value not in self.refs.setdefault(shown, []):
                     self.refs[shown].append(value)
         self.refs = {name: values for name, values in self.refs.items() if values}
@@ -135,8 +137,10 @@ def item_refs(kind: str, payload: Any) -> Refs:
     elif kind == ItemKind.UNSUPPORTED.value:
         found.take(payload, _ANY)
         found.take(notification_data(payload), _ANY)
-        # A Pix kept without its own key may list refunds with theirs.
+        # A Pix kept without its own key may list refunds with theirs; a refund kept with
+        # its Pix's key has its own beside it, though not as documented.
         found.take(payload.get("devolucoes"), (("rtrId", "rtrId"),))
+        found.take(payload.get("devolucao"), (("rtrId", "rtrId"),))
     elif kind.startswith("accounts.") and kind != ItemKind.ACCOUNTS_BALANCE.value:
         data = notification_data(payload)
         found.take(data, (*_MOVEMENT, *_TXID))

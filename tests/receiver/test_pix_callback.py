@@ -74,26 +74,39 @@ def test_a_url_registered_with_a_trailing_slash_still_reaches_the_pix_route(
     assert route in ("/webhooks/qrcode/pix", "/webhooks/qrcode")
 
 
+_QR_BODIES: dict[str, Any] = {
+    "pix": lambda: {"pix": [pix()]},
+    "rec": lambda: {"recs": [{"idRec": "RR1"}]},
+    "cobr": lambda: {"cobsr": [{"txid": "tx1"}]},
+}
+
+
 @pytest.mark.parametrize(
-    ("path", "route", "body"),
+    ("path", "route"),
     [
-        ("/webhooks/qrcode/pix/pix", "/webhooks/qrcode/pix", {"pix": [pix()]}),
-        ("/webhooks/qrcode/pix//pix/", "/webhooks/qrcode/pix", {"pix": [pix()]}),
-        ("/webhooks/qrcode/rec/rec", "/webhooks/qrcode/rec", {"recs": [{"idRec": "RR1"}]}),
-        ("/webhooks/qrcode/cobr/cobr", "/webhooks/qrcode/cobr", {"cobsr": [{"txid": "tx1"}]}),
+        *(
+            (f"/webhooks/qrcode/{registered}/{appended}", f"/webhooks/qrcode/{appended}")
+            for registered in _QR_BODIES
+            for appended in _QR_BODIES
+        ),
+        ("/webhooks/qrcode/pix//pix/", "/webhooks/qrcode/pix"),
+        ("/webhooks/qrcode/pix//rec/", "/webhooks/qrcode/rec"),
     ],
 )
-def test_a_url_registered_with_its_route_gets_the_doubled_segment_routed(
-    running_node: RunningNode, path: str, route: str, body: object
+def test_a_url_registered_with_its_route_gets_the_appended_segment_routed(
+    running_node: RunningNode, path: str, route: str
 ) -> None:
-    # Registered as ``…/webhooks/qrcode/pix``, the provider appends ``/pix`` once more.
+    # Registered as ``…/webhooks/qrcode/pix``, the provider appends ``/pix`` once more, and
+    # ``/rec`` or ``/cobr`` when the same URL is registered for Pix Automático.
+    body = _QR_BODIES[route.rsplit("/", 1)[1]]()
     response = running_node.http.post(path, json=body)
     assert response.status_code == 200, response.text
     assert response.json()["new"] == 1
     with session_scope(running_node.node.engine) as session:
         stored = session.execute(select(col(WebhookDelivery.route))).scalar_one()
     assert stored == route
-    assert running_node.http.post("/webhooks/qrcode/pix/rec", json=body).status_code == 404
+    for unknown in ("/webhooks/qrcode/pix/rec/rec", "/webhooks/qrcode/pix/refund"):
+        assert running_node.http.post(unknown, json=body).status_code == 404
 
 
 def test_batch_of_three_makes_three_items(running_node: RunningNode) -> None:
@@ -283,6 +296,10 @@ def test_a_compressed_body_is_read_as_it_was_written(
     assert kept == raw
 
 
+# The first bytes of a Zstandard frame (RFC 8878): compressed, in a coding not decoded here.
+ZSTD_FRAME = b"\x28\xb5\x2f\xfd\x20\x02\x11\x00\x00{}"
+
+
 @pytest.mark.parametrize(
     ("content", "encoding", "status", "slug"),
     [
@@ -290,10 +307,21 @@ def test_a_compressed_body_is_read_as_it_was_written(
         (gzip.compress(b" " * 2_000_000), "gzip", 413, "body-too-large"),
         (b"not gzip at all", "gzip", 400, "malformed-json"),
         (gzip.compress(b'{"pix": []}')[:-12], "gzip", 400, "malformed-json"),
-        (b"{}", "br", 415, "unsupported-media-type"),
-        (gzip.compress(b"{}"), "br, gzip", 415, "unsupported-media-type"),
+        (ZSTD_FRAME, "zstd", 415, "unsupported-media-type"),
+        # Compressed data may open with a brace by chance; it does not end as JSON does.
+        (b"{\x8b\x00\x80", "br", 415, "unsupported-media-type"),
+        (b'{"pix": [', "br", 415, "unsupported-media-type"),
+        (gzip.compress(ZSTD_FRAME), "zstd, gzip", 415, "unsupported-media-type"),
     ],
-    ids=["bomb", "not-gzip", "cut-short", "unknown-encoding", "unknown-among-two"],
+    ids=[
+        "bomb",
+        "not-gzip",
+        "cut-short",
+        "unknown-encoding",
+        "unknown-opening-as-json",
+        "unknown-cut-json",
+        "unknown-among-two",
+    ],
 )
 def test_a_body_that_does_not_decompress_is_refused_and_stores_nothing(
     running_node: RunningNode, content: bytes, encoding: str, status: int, slug: str
@@ -305,6 +333,9 @@ def test_a_body_that_does_not_decompress_is_refused_and_stores_nothing(
     )
     assert response.status_code == status
     assert response.json()["type"].endswith(slug)
+    if status == 415:
+        coding = encoding.split(",")[0]
+        assert response.json()["detail"] == f"unsupported Content-Encoding {coding}"
     assert _count(running_node, InboxItem) == 0
 
 

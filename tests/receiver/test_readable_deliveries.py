@@ -7,12 +7,16 @@ URL. Each is answered 200, stored, flagged, and processed as what it is."""
 from __future__ import annotations
 
 import json
+import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from sqlalchemy import select
+from sqlmodel import col
 
 from reconcile.db import session_scope
-from reconcile.models import AccountMovement, InboxItem
+from reconcile.models import AccountMovement, InboxItem, WebhookDelivery
 from tests.conftest import SECRET, RunningNode
 from tests.factories import e2e_id, pix
 
@@ -124,6 +128,82 @@ def test_bodies_readable_only_leniently_are_stored_and_flagged(
     assert json.loads(stored.payload)["pagador"]["nome"] == "João Conceição"
     assert "read as UTF-8" in _warned(stored)["/"]
     assert "came uncompressed" in _warned(items[f"pix:{plain['endToEndId']}"])["/"]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "named"),
+    [
+        ("br", "br"),
+        ("zstd", "zstd"),
+        ("compress", "compress"),
+        ("gzip, br", "br"),
+        ("x-" + "z" * 40, "another coding"),
+    ],
+)
+def test_json_labelled_with_a_coding_not_decoded_here_is_read_and_flagged(
+    running_node: RunningNode, encoding: str, named: str
+) -> None:
+    """A plainly JSON body under ``Content-Encoding: br`` (``zstd``, ``compress``) was never
+    compressed: read as it came, as one labelled gzip is, rather than refused 415."""
+    plain = pix(valor="12.34")
+    raw = b" " + json.dumps({"pix": [plain]}).encode() + b"\n"
+    assert _post(running_node, "/webhooks/qrcode/pix", raw, **{"Content-Encoding": encoding}) == {
+        "items": 1,
+        "new": 1,
+        "duplicates": 0,
+    }
+    assert running_node.wait_processed()["pix_received_cents"] == 1234
+    item = _items(running_node)[f"pix:{plain['endToEndId']}"]
+    assert _warned(item) == {
+        "/": f"a body compressed as its Content-Encoding says, {named} (it came uncompressed)"
+    }
+    with session_scope(running_node.node.engine) as session:
+        assert session.execute(select(col(WebhookDelivery.body))).scalar_one() == raw
+
+
+FORM = "application/x-www-form-urlencoded"
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda text: urllib.parse.urlencode({"payload": text}),
+        lambda text: urllib.parse.urlencode({"data": text}, quote_via=urllib.parse.quote),
+        lambda text: "json=" + text,
+    ],
+    ids=["payload-plus-for-spaces", "data-percent", "json-unencoded"],
+)
+def test_json_posted_as_the_one_field_of_a_form_is_read_and_flagged(
+    running_node: RunningNode, encode: Callable[[str], str]
+) -> None:
+    """Some gateways post the notification as a form's one field: its JSON is read, every
+    item flagged, and the body kept as it came."""
+    first, second = pix(valor="1.25", pagador={"nome": "João"}), pix(valor="2.50")
+    raw = encode(json.dumps({"pix": [first, second]}, ensure_ascii=False)).encode()
+    answer = _post(running_node, "/webhooks/qrcode/pix", raw, **{"Content-Type": FORM})
+    assert answer == {"items": 2, "new": 2, "duplicates": 0}
+    assert running_node.wait_processed()["pix_received_cents"] == 375
+    items = _items(running_node)
+    for sent in (first, second):
+        item = items[f"pix:{sent['endToEndId']}"]
+        assert _warned(item) == {"/": "a JSON body (it came as the one field of a form)"}
+    assert json.loads(items[f"pix:{first['endToEndId']}"].payload)["pagador"]["nome"] == "João"
+    with session_scope(running_node.node.engine) as session:
+        assert session.execute(select(col(WebhookDelivery.body))).scalar_one() == raw
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"pix=1", b"a=1&payload=%7B%7D", b"payload=%7B%22pix%22%3A", b"payload"],
+    ids=["not-json", "two-fields", "cut-json", "no-value"],
+)
+def test_other_forms_are_still_refused_saying_why(running_node: RunningNode, raw: bytes) -> None:
+    answer = running_node.http.post(
+        "/webhooks/qrcode/pix", content=raw, headers={**HEADERS, "Content-Type": FORM}
+    )
+    assert answer.status_code == 415, answer.text
+    assert "nor a form whose one field holds it" in answer.json()["detail"]
+    assert _items(running_node) == {}
 
 
 def test_pix_one_array_deeper_than_documented_are_read_where_they_are(

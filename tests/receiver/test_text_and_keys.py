@@ -98,12 +98,14 @@ def test_a_lone_surrogate_in_an_end_to_end_id_leaves_the_pix_without_its_key(
     (kept,) = (item for key, item in shown.items() if key.startswith("unsupported:PIX:"))
     assert kept["payload"]["endToEndId"] == broken[:-1] + "\ufffd"
     assert {"pointer": "/endToEndId", "expected": SURROGATE} in kept["warnings"]
+    assert kept["warnings"][0]["pointer"] == "/pix/1/endToEndId"
 
+    # Alone, it is still a key that is there, though not as documented: kept, not refused
+    # (the same Pix as the one kept above).
     alone = json.dumps({"pix": [pix(e2e=broken)]}).encode()
     response = _post(client, "/webhooks/qrcode/pix", alone)
-    assert response.status_code == 400
-    assert response.json()["type"].endswith("invalid-notification")
-    assert response.json()["violations"][0]["property"] == "/pix/0/endToEndId"
+    assert response.status_code == 200, response.text
+    assert response.json() == {"items": 1, "new": 0, "duplicates": 1}
 
 
 def test_an_accounts_array_flags_only_the_object_that_held_the_surrogate(
@@ -195,3 +197,82 @@ def test_an_accounts_movement_without_its_amount_is_flagged(
     assert _process(engine) == []
     with session_scope(engine) as session:
         assert session.execute(select(col(AccountMovement.amount_cents))).scalar_one() is None
+
+
+@pytest.mark.parametrize(
+    "malformed",
+    [E2E[:-1], E2E[:20] + "-" + E2E[21:], f" {E2E}-\n"],
+    ids=["31-characters", "hyphen", "padded-hyphen"],
+)
+def test_a_pix_whose_key_is_not_as_documented_is_kept_whole_and_found_by_it(
+    engine: Engine, client: InProcess, malformed: str
+) -> None:
+    """Alone in its delivery, a Pix whose ``endToEndId`` is there but not 32 letters and
+    digits is kept as unsupported (refused, the delivery would be retried as it is until
+    the provider disabled the webhook), flagged at its key, and found by it."""
+    body = json.dumps({"pix": [pix(e2e=malformed)]}).encode()
+    response = _post(client, "/webhooks/qrcode/pix", body)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"items": 1, "new": 1, "duplicates": 0}
+    (shown,) = _shown(engine).values()
+    assert (shown["kind"], shown["status"]) == ("unsupported", "unsupported")
+    assert shown["payload"]["endToEndId"] == malformed
+    (warning,) = shown["warnings"]
+    assert warning["pointer"] == "/pix/0/endToEndId"
+    assert "[a-zA-Z0-9]{32}" in warning["expected"]
+    assert malformed.strip() not in warning["expected"]
+    with session_scope(engine) as session:
+        (found,) = items_by_ref(session, malformed.strip())
+        assert found.kind == "unsupported"
+    assert _process(engine) == []
+    with session_scope(engine) as session:
+        assert session.execute(select(col(PixReceived.end_to_end_id))).first() is None
+
+
+def test_refunds_whose_rtr_id_is_not_as_documented_are_kept_and_found_by_it(
+    engine: Engine, client: InProcess
+) -> None:
+    """A refund's ``rtrId`` there but not as documented keeps a Pix without its own key
+    (the delivery's only one) from being refused, as a valid one does; under a Pix with
+    its key, the refund (without ``id``) is kept with the Pix's key, flagged at its
+    ``rtrId``, and found by it as well."""
+    keyless = pix(e2e=E2E)
+    del keyless["endToEndId"]
+    keyless["devolucoes"] = [{"rtrId": "D1234-5", "valor": "1.00", "status": "DEVOLVIDO"}]
+    response = _post(client, "/webhooks/qrcode/pix", json.dumps({"pix": [keyless]}).encode())
+    assert response.status_code == 200, response.text
+
+    keyed = pix(e2e=E2E, devolucoes={"rtrId": "D9876-5", "valor": "1.00", "status": "DEVOLVIDO"})
+    response = _post(client, "/webhooks/qrcode/pix", json.dumps({"pix": [keyed]}).encode())
+    assert response.status_code == 200, response.text
+    with session_scope(engine) as session:
+        assert [i.kind for i in items_by_ref(session, "D1234-5")] == ["unsupported"]
+        (refund,) = items_by_ref(session, "D9876-5", status="unsupported")
+        assert json.loads(refund.warnings or "[]")[0]["pointer"] == "/pix/0/devolucoes/rtrId"
+
+
+def test_a_recurring_charge_whose_txid_is_not_as_documented_is_kept_whole(
+    engine: Engine, client: InProcess
+) -> None:
+    body = {
+        "cobsr": [{"idRec": "RR1234567820240115abcdefghijk", "txid": "tx-1", "status": "ATIVA"}]
+    }
+    response = _post(client, "/webhooks/qrcode/cobr", json.dumps(body).encode())
+    assert response.status_code == 200, response.text
+    (shown,) = _shown(engine).values()
+    assert shown["status"] == "unsupported"
+    assert [w["pointer"] for w in shown["warnings"]] == ["/cobsr/0/txid"]
+    with session_scope(engine) as session:
+        assert len(items_by_ref(session, "tx-1")) == 1
+
+
+@pytest.mark.parametrize("key", [None, {}, {"id": E2E}, 3.5, True, "x" * 120], ids=repr)
+def test_a_pix_whose_key_is_no_reference_is_still_refused(
+    engine: Engine, client: InProcess, key: Any
+) -> None:
+    body = json.dumps({"pix": [{**pix(e2e=E2E), "endToEndId": key}]}).encode()
+    response = _post(client, "/webhooks/qrcode/pix", body)
+    assert response.status_code == 400, response.text
+    assert response.json()["violations"][0]["property"] == "/pix/0/endToEndId"
+    with session_scope(engine) as session:
+        assert session.execute(select(InboxItem)).first() is None

@@ -404,7 +404,7 @@ def test_pings_and_bodies_of_other_shapes_are_kept_and_answered_200(
             "/webhooks/qrcode/pix", json={"data": {"pix": [pix(e2e=e2e_id(2))]}}
         )
         assert enveloped.json() == {"items": 1, "new": 1, "duplicates": 0}
-        refused = client.post("/webhooks/qrcode/pix", json={"pix": [{"endToEndId": "bad"}]})
+        refused = client.post("/webhooks/qrcode/pix", json={"pix": [{"endToEndId": None}]})
         assert refused.status_code == 400
     items = _items(sqlite_engine)
     assert {i.status for k, i in items.items() if k.startswith("unsupported:")} == {"unsupported"}

@@ -227,6 +227,49 @@ def test_a_repeat_with_a_new_fact_still_needs_confirming(engine: Engine) -> None
     assert (row.rtr_id, row.natureza) == (RTR, "ORIGINAL")
 
 
+OTHER_RTR = "D12345678202611261500REFDUP00002"
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["two-deliveries", "one-batch"])
+def test_a_second_rtr_id_under_one_refund_id_is_flagged_on_its_item(
+    engine: Engine, together: bool
+) -> None:
+    """The BCB makes a refund's ``id`` unique per Pix: a second ``rtrId`` under it keeps
+    the one row as ever, and the item that brought it says so (``pixrecon events show``),
+    never the ids themselves. Replayed, it is flagged no second time."""
+    first = {"id": "d1", "rtrId": RTR, "valor": "3.00", "status": "DEVOLVIDO"}
+    second = {**first, "rtrId": OTHER_RTR}
+    if together:
+        _deliver(engine, _pix(first, second))
+    else:
+        _deliver(engine, _pix(first))
+        _deliver(engine, _pix(second))
+    (row,) = _refunds(engine)
+    assert (row.refund_id, row.status) == ("d1", "DEVOLVIDO")
+
+    def flags() -> dict[str, list[dict[str, str]]]:
+        with session_scope(engine) as session:
+            items = session.execute(
+                select(InboxItem).where(col(InboxItem.kind) == "pix_refund")
+            ).scalars()
+            return {item.key: json.loads(item.warnings or "[]") for item in items}
+
+    flagged = flags()
+    assert flagged[f"refund:{RTR}:DEVOLVIDO"] == []
+    (warning,) = flagged[f"refund:{OTHER_RTR}:DEVOLVIDO"]
+    assert warning["pointer"] == "/devolucao/rtrId"
+    assert "a second rtrId" in warning["expected"]
+    assert RTR not in warning["expected"]
+    assert OTHER_RTR not in warning["expected"]
+
+    with session_scope(engine) as session:
+        again = session.execute(
+            select(InboxItem).where(col(InboxItem.key) == f"refund:{OTHER_RTR}:DEVOLVIDO")
+        ).scalar_one()
+        handle_pix_refund(session, again)
+    assert flags() == flagged
+
+
 def test_a_replayed_refund_item_changes_nothing(engine: Engine) -> None:
     _deliver(engine, _pix(PROCESSING_BY_RTR))
     _deliver(engine, _pix(SETTLED_BY_BOTH))

@@ -196,11 +196,11 @@ def test_a_body_no_shape_explains_is_one_unsupported_item(
     ("route", "body", "where"),
     [
         ("/webhooks/qrcode/pix", {"pix": [{"valor": "1.00"}]}, "/pix/0/endToEndId"),
-        ("/webhooks/qrcode/pix", pix(e2e="E123"), "/endToEndId"),
+        ("/webhooks/qrcode/pix", {**pix(), "endToEndId": {"id": "E123"}}, "/endToEndId"),
         ("/webhooks/qrcode/pix", {"pix": [7, 8]}, "/pix/0"),
         ("/webhooks/qrcode/rec", {"recs": [{"status": "APROVADA"}, 3]}, "/recs/0/idRec"),
         ("/webhooks/qrcode/rec", {"recs": [{"status": "APROVADA"}]}, "/recs/0/idRec"),
-        ("/webhooks/qrcode/cobr", {"cobsr": {"txid": "no spaces allowed"}}, "/cobsr/txid"),
+        ("/webhooks/qrcode/cobr", {"cobsr": {"txid": None, "status": "ATIVA"}}, "/cobsr/txid"),
         ("/webhooks/accounts", {"type": "TRANSFER", "data": {"status": "X"}}, "/data"),
         (
             "/webhooks/accounts",
@@ -214,6 +214,40 @@ def test_without_its_key_an_item_refuses_the_delivery(route: str, body: Any, whe
         PARSERS[route](body)
     assert refused.value.violations is not None
     assert refused.value.violations[0]["property"] == where
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "where"),
+    [
+        ("/webhooks/qrcode/pix", pix(e2e="E123"), "/endToEndId"),
+        ("/webhooks/qrcode/pix", {"pix": [pix(e2e=e2e_id(1)[:-1])]}, "/pix/0/endToEndId"),
+        ("/webhooks/qrcode/pix", {"pix": [{"end_to_end_id": "E-1"}]}, "/pix/0/end_to_end_id"),
+        (
+            "/webhooks/qrcode/pix",
+            {"pix": [pix(e2e=e2e_id(1), devolucoes={"rtrId": "D-1", "status": "DEVOLVIDO"})]},
+            "/pix/0/devolucoes/rtrId",
+        ),
+        ("/webhooks/qrcode/rec", {"recs": [{"idRec": "R" * 36}]}, "/recs/0/idRec"),
+        ("/webhooks/qrcode/cobr", {"cobsr": {"txid": "no spaces allowed"}}, "/cobsr/txid"),
+        (
+            "/webhooks/qrcode/cobr",
+            {"cobsr": {"txid": 12345678901234567890123456789012345678}},
+            "/cobsr/txid",
+        ),
+    ],
+)
+def test_a_key_there_but_not_as_documented_keeps_its_item_whole(
+    route: str, body: Any, where: str
+) -> None:
+    """Text (or an integer) where the key goes, that does not read as the key: the object
+    is kept as unsupported, flagged at its key with what was expected, never its value."""
+    (kept,) = [item for item in PARSERS[route](body) if item.kind == "unsupported"]
+    assert kept.status == "unsupported"
+    (warning,) = kept.warnings
+    assert warning.pointer == where
+    assert "-1" not in warning.expected
+    assert "no spaces" not in warning.expected
+    assert kept.refs
 
 
 @pytest.mark.parametrize(
@@ -258,8 +292,11 @@ def test_warnings_and_violations_never_carry_the_values() -> None:
     (item,) = pix_callback_items(body)
     assert set(_warnings(item)) == {"/pagador/cpf", "/pagador/nome", "/valor", "/horario", "/chave"}
     text = json.dumps([w.as_json() for w in item.warnings])
+    # A CPF where the key goes: kept whole, flagged at the key.
+    (kept,) = pix_callback_items({**body, "endToEndId": CPF})
+    text += json.dumps([w.as_json() for w in kept.warnings])
     with pytest.raises(PayloadInvalid) as refused:
-        pix_callback_items({**body, "endToEndId": CPF})
+        pix_callback_items({**body, "endToEndId": [CPF]})
     text += json.dumps(refused.value.violations)
     assert CPF not in text
     assert NAME not in text
@@ -435,16 +472,16 @@ def test_the_documented_body_inside_an_envelope_is_read_through(envelope: str) -
     assert rec_item.kind == "rec"
     assert f"/{envelope}" in _warnings(rec_item)
     with pytest.raises(PayloadInvalid) as refused:
-        pix_callback_items({envelope: {"pix": [{"endToEndId": "bad"}]}})
+        pix_callback_items({envelope: {"pix": [{"endToEndId": ["bad"]}]}})
     assert refused.value.violations is not None
     assert refused.value.violations[0]["property"] == f"/{envelope}/pix/0/endToEndId"
 
 
-def test_a_pix_without_a_valid_key_alone_is_still_refused() -> None:
+def test_a_pix_without_a_readable_key_alone_is_still_refused() -> None:
     with pytest.raises(PayloadInvalid):
-        pix_callback_items({"pix": [{"endToEndId": "bad"}]})
+        pix_callback_items({"pix": [{"endToEndId": ["bad"]}]})
     with pytest.raises(PayloadInvalid):
-        pix_callback_items({"endToEndId": "bad"})
+        pix_callback_items({"endToEndId": None})
 
 
 def test_a_pix_without_its_key_whose_refund_has_its_own_is_kept_not_refused() -> None:
@@ -605,15 +642,11 @@ def test_a_key_unreadable_without_its_whitespace_is_flagged_for_what_it_is() -> 
     refund = {"rtrId": _padded("short"), "id": "d1", "valor": "1.00", "status": "DEVOLVIDO"}
     (_, item) = pix_callback_items({"pix": [pix(e2e=e2e_id(1), devolucoes=refund)]})
     assert _warnings(item) == {"/devolucao/rtrId": "a string matching ^[a-zA-Z0-9]{32}$"}
-    with pytest.raises(PayloadInvalid) as refused:
-        pix_callback_items({"pix": [pix(e2e=_padded("short"))]})
+    (kept,) = pix_callback_items({"pix": [pix(e2e=_padded("short"))]})
     pattern = "a string matching ^[a-zA-Z0-9]{32}$"
-    assert refused.value.violations == [
-        {
-            "property": "/pix/0/endToEndId",
-            "message": f"expected {pattern}: it is the item's business key",
-        }
-    ]
+    assert _warnings(kept) == {
+        "/pix/0/endToEndId": f"{pattern}: the key of a Pix, kept whole for it"
+    }
 
 
 def test_mended_text_is_flagged_where_each_item_holds_it() -> None:

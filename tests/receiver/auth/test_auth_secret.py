@@ -25,9 +25,26 @@ def test_every_accepted_value_passes_during_rotation(secret: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "copies",
+    [["wrong", NEW], [OLD, "wrong"], ["", f" {OLD} ", "wrong"]],
+    ids=["second", "first", "among-three"],
+)
+def test_a_header_sent_twice_passes_when_any_copy_holds_an_accepted_value(
+    copies: list[str],
+) -> None:
+    """A proxy that adds its own copy of the header (configured with another value, or
+    none) puts it before or after the sender's."""
+    auth().check_request(make_request(headers=[("X-Webhook-Secret", c) for c in copies]))
+
+
+@pytest.mark.parametrize(
     ("headers", "detail"),
     [
         ([], "missing X-Webhook-Secret header"),
+        (
+            [("X-Webhook-Secret", "wrong"), ("X-Webhook-Secret", NEW + "x")],
+            "invalid X-Webhook-Secret header",
+        ),
         ([("X-Webhook-Secret", "wrong")], "invalid X-Webhook-Secret header"),
         ([("X-Webhook-Secret", "")], "invalid X-Webhook-Secret header"),
         ([("X-Webhook-Secret", NEW[:3] + " " + NEW[3:])], "invalid X-Webhook-Secret header"),
