@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, or_, select
+from sqlalchemy import ColumnElement, Row, or_, select
 from sqlmodel import Session
 
 from reconcile.actions import COBR_REF, CREDIT_REF, REPEAT_REF, RETURN_REF
@@ -188,14 +188,7 @@ def _from_infractions(
 ) -> None:
     cases = table_of(Infraction)
     refs = {i: row["ref"] for i, row in enumerate(rows) if row["subject"] == "infraction"}
-    disputed: dict[str, str | None] = {}
-    for keys in _chunks(refs.values()):
-        stmt = select(cases.c.infraction_id, cases.c.end_to_end_id).where(
-            cases.c.infraction_id.in_(keys)
-        )
-        disputed.update({case_id: pix for case_id, pix in session.execute(stmt)})
-    for i, ref in refs.items():
-        e2e[i] = disputed.get(ref) or e2e.get(i)
+    _pix_named(session, refs, cases.c.infraction_id, cases.c.end_to_end_id, e2e)
 
 
 def _from_recurring_charges(
@@ -209,14 +202,23 @@ def _from_recurring_charges(
         if row["subject"] == "recurrence" and row["ref"].startswith(COBR_REF)
     }
     cobrs = table_of(RecurringCharge)
-    attempted: dict[str, str | None] = {}
+    _pix_named(session, refs, cobrs.c.txid, cobrs.c.last_attempt_end_to_end_id, e2e)
+
+
+def _pix_named(
+    session: Session,
+    refs: dict[int, str],
+    key: ColumnElement[str],
+    pix: ColumnElement[str | None],
+    e2e: dict[int, str | None],
+) -> None:
+    """Each row's endToEndId, as the row of ``key`` its ref names holds it in ``pix``
+    (when it does; otherwise what the row already had)."""
+    named: dict[str, str | None] = {}
     for keys in _chunks(refs.values()):
-        stmt = select(cobrs.c.txid, cobrs.c.last_attempt_end_to_end_id).where(
-            cobrs.c.txid.in_(keys)
-        )
-        attempted.update({key: pix for key, pix in session.execute(stmt)})
+        named.update({k: p for k, p in session.execute(select(key, pix).where(key.in_(keys)))})
     for i, ref in refs.items():
-        e2e[i] = attempted.get(ref) or e2e.get(i)
+        e2e[i] = named.get(ref) or e2e.get(i)
 
 
 def med_deadlines(session: Session, rows: Iterable[dict[str, Any]]) -> dict[str, datetime]:
