@@ -309,6 +309,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             R.c.confirmation,
             R.c.confirmed_amount_cents,
             R.c.confirmed_status,
+            R.c.updated_at,
             # One refund may have been stored as two rows (by each of its ids, before
             # they were tied): the most advanced speaks for it, or the day's verdicts
             # would hold its ref twice.
@@ -354,6 +355,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
     refused = and_(r.c.status == "NAO_REALIZADO", ~booked, r.c.later.is_not(True))
     api_amount_differs = r.c.confirmation == Confirmation.AMOUNT_MISMATCH.value
     api_denies = r.c.confirmation == Confirmation.STATUS_MISMATCH.value
+    waiting = r.c.confirmation == Confirmation.PENDING.value
     verdicts: list[Verdict] = [
         (carried_in, "matched", False, "refunded the day before and booked today (carried in)"),
         (
@@ -427,6 +429,23 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             "refused by the provider (NAO_REALIZADO): no money moved",
         ),
         (r.c.status == "EM_PROCESSAMENTO", "pending", False, "refund still being processed"),
+        # Money said to have left counts once the API stands behind it, as a Pix received's
+        # does: a statement line booking it is no look-up (the bridge's API column leaves
+        # it out), so the refund says why rather than passing as matched.
+        (
+            and_(waiting, r.c.updated_at < ctx.confirmed_by),
+            "unconfirmed_webhook",
+            True,
+            "a refund notified, but the provider's API has not confirmed it within the grace "
+            "period: do not count it as sent",
+        ),
+        (
+            waiting,
+            "pending",
+            False,
+            "a refund notified: waiting for the provider's API to confirm it (inside the "
+            "grace period)",
+        ),
         *booking_verdicts(ctx, booked, "refunded"),
         (
             and_(webhooks == 0, med),

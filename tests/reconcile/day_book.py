@@ -20,6 +20,7 @@ from reconcile.models import (
     Confirmation,
     Infraction,
     PixReceived,
+    PixRefund,
     ReconciliationItem,
     Source,
 )
@@ -104,7 +105,14 @@ class DayBook:
         """What the confirm job does when the API knows every notified Pix."""
         self._confirm_all(PixReceived)
 
-    def _confirm_all(self, model: type[AccountMovement] | type[PixReceived]) -> None:
+    def confirm_all_refunds(self) -> None:
+        """What the confirm job does when the API lists every notified refund as notified
+        (with the Pix it refunds)."""
+        self._confirm_all(PixRefund)
+
+    def _confirm_all(
+        self, model: type[AccountMovement] | type[PixReceived] | type[PixRefund]
+    ) -> None:
         with session_scope(self.engine) as session:
             session.execute(
                 update(model)

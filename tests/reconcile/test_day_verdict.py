@@ -458,6 +458,47 @@ def test_a_refund_the_api_contradicts_names_the_outcome_the_api_states(
     assert row["action"].startswith(action), row["action"]
 
 
+def test_a_refund_the_api_has_not_confirmed_is_pending_then_its_own_exception(
+    engine: Engine,
+) -> None:
+    """A refund notified as made and booked, that the API has not stood behind: pending
+    while inside its grace period (the day waits), then its own exception — not matched,
+    with only the bridge left to say, in no words of the refund, that something differs."""
+    book = DayBook(engine, PAST)
+    rtr = "D18236120202603101500waiting0001"
+    refund = {
+        "id": "r-waiting",
+        "rtrId": rtr,
+        "valor": reais(4_000),
+        "natureza": "ORIGINAL",
+        "status": "DEVOLVIDO",
+        "horario": {
+            "solicitacao": book.at("15:00").isoformat(),
+            "liquidacao": book.at("15:00").isoformat(),
+        },
+    }
+    e2e = book.pix(10_000, "14:00", polled=False, refunds=[refund])
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 10_000, "14:00", credit=True, endToEndId=e2e)
+    book.line("PIX_REFUND_SENT", 4_000, "15:00", credit=False, endToEndId=rtr)
+    with session_scope(engine) as session:
+        # Notified when it was made; no look-up answered since.
+        session.execute(update(PixRefund).values(updated_at=book.at("15:00")))
+    waiting = reconcile_day(engine, PAST, now=book.at("15:05"))
+    assert verdicts_of(engine, waiting)[("movement", rtr)].status == "pending"
+    assert waiting.verdict is DayVerdict.RECONCILED_WITH_PENDING, waiting.report["exceptions"]
+    result = reconcile_day(engine, PAST, now=AFTER)
+    assert result.verdict is DayVerdict.BREAKS
+    (row,) = result.report["exceptions"]
+    assert (row["ref"], row["status"]) == (rtr, "unconfirmed_webhook")
+    assert "has not confirmed it within the grace period" in row["reason"]
+    assert (row["expected_cents"], row["actual_cents"]) == (4_000, 4_000)
+    assert row["action"].startswith("ask the provider about the refund of R$ 40,00")
+    # Not counted as sent: the API column has none of it, and the refund says why.
+    row_bridge = _bridge(result)["refunds_sent"]
+    assert (row_bridge["api_cents"], row_bridge["statement_cents"]) == (0, 4_000)
+
+
 def test_no_provider_configured_is_incomplete_never_reconciled(engine: Engine) -> None:
     book = DayBook(engine, PAST)
     book.pix(5_000, "09:00", polled=False)  # notified, never confirmed: no API to ask
