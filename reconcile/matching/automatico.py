@@ -171,10 +171,10 @@ def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
     within it: the merchant's system never asked for the money, and nobody will pay it.
     Judged on the cycle's own date only, so each cycle is raised once, by the day it
     belongs to (a charge due the next business day after a weekend counts), and as things
-    stood at its end: a recurrence cancelled after it was still approved then, and a
-    charge created after it came too late for the cycle. The recurrence's state is the
-    one the API states (``confirmed_status``): a notification of a cancellation the API
-    does not stand behind hides no cycle."""
+    stood at its end: a recurrence cancelled after it was still approved then, one
+    approved after it was not yet, and a charge created after it came too late for the
+    cycle. The recurrence's state is the one the API states (``confirmed_status``): a
+    notification of a cancellation the API does not stand behind hides no cycle."""
     recs = table_of(Recurrence)
     stated, stated_at = recs.c.confirmed_status, recs.c.confirmed_status_at
     found = session.execute(
@@ -187,7 +187,9 @@ def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
             recs.c.inbox_item_id,
         ).where(
             or_(
-                stated == "APROVADA",
+                # Approved by the day's end: a payer who approves after a cycle's date did
+                # not owe that cycle at its end, and the day must answer as it did then.
+                and_(stated == "APROVADA", or_(stated_at.is_(None), stated_at < ctx.end)),
                 # Only an approved recurrence is cancelled (one never approved is rejected
                 # or expires): cancelled after the day, it was approved at its end.
                 and_(stated == "CANCELADA", stated_at >= ctx.end),

@@ -213,6 +213,33 @@ def test_a_cancellation_the_api_confirms_ends_the_cycles(engine: Engine) -> None
     assert result.verdict is DayVerdict.RECONCILED, result.report
 
 
+def test_a_recurrence_approved_after_its_cycle_missed_nothing_that_day(engine: Engine) -> None:
+    """Created before the day, approved by the payer only the day after: at the end of the
+    cycle's date nothing was owed, and asking that day again once the API states it
+    approved must answer as it did."""
+    book = _quiet_day(engine)
+    created = {"status": "CRIADA", "data": book.at("06:00", PAST - timedelta(days=8)).isoformat()}
+    rec = {**_rec(book, "CRIADA"), "atualizacao": [created]}
+    _polled(engine, rec=rec)
+    before = reconcile_day(engine, PAST, now=AFTER)
+    assert _recurrence_verdicts(engine, before) == {}
+    assert before.verdict is DayVerdict.RECONCILED, before.report
+    approved = {
+        "status": "APROVADA",
+        "data": book.at("10:00", PAST + timedelta(days=1)).isoformat(),
+    }
+    _polled(engine, rec={**rec, "status": "APROVADA", "atualizacao": [created, approved]})
+    again = reconcile_day(engine, PAST, now=AFTER + timedelta(days=2))
+    assert _recurrence_verdicts(engine, again) == {}
+    assert again.verdict is DayVerdict.RECONCILED, again.report
+    # Approved by the next cycle's date: that cycle is owed, and missed.
+    week = PAST + timedelta(days=7)
+    missed = reconcile_day(engine, week, now=AFTER + timedelta(days=7))
+    assert _recurrence_verdicts(engine, missed) == {
+        f"rec:{REC}:{week.isoformat()}": ("missed_cycle", True)
+    }
+
+
 @pytest.mark.parametrize(
     ("claim", "reason"),
     [
