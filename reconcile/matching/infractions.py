@@ -163,13 +163,19 @@ def case_of_line() -> ColumnElement[str]:
 
 def open_at_end(cases: Any, ctx: RunContext) -> ColumnElement[bool]:
     """Open as the day ended: opened by then, and not closed before it (a case closed since
-    still counts as open for that day, so a re-run weeks later says the same)."""
+    still counts as open for that day, so a re-run weeks later says the same). A closing
+    the provider's API contradicts, stating the case still open, closed nothing: its money
+    is still at risk."""
     changed = func.coalesce(cases.c.provider_updated_at, cases.c.updated_at)
     opened = func.coalesce(cases.c.opened_at, changed)
     return and_(
         opened < ctx.as_of,
         cases.c.status != UNKNOWN_INFRACTION_STATE,
-        or_(cases.c.status.in_(OPEN_STATES), changed >= ctx.as_of),
+        or_(
+            cases.c.status.in_(OPEN_STATES),
+            changed >= ctx.as_of,
+            cases.c.confirmation == Confirmation.STATUS_MISMATCH.value,
+        ),
     )
 
 
@@ -224,17 +230,20 @@ def match_infractions(session: Session, ctx: RunContext) -> None:
             "nothing of it is at risk",
         ),
         (
-            open_at_end(cases, ctx),
-            "open_case",
-            True,
-            "an open MED case: the amount is at risk",
-        ),
-        (
-            closing == Confirmation.STATUS_MISMATCH.value,
+            # A closing's look-up, left on a case notified open again since: that is open.
+            and_(closing == Confirmation.STATUS_MISMATCH.value, ~cases.c.status.in_(OPEN_STATES)),
             "status_mismatch",
             True,
             f"notified closed, but {actions.MED_API_STATES_OPEN} (possible forgery): no debit "
             "of it counts",
+        ),
+        # After the closing the API says never happened: that notification is the
+        # exception, though the case, still open, counts among the day's money at risk.
+        (
+            open_at_end(cases, ctx),
+            "open_case",
+            True,
+            "an open MED case: the amount is at risk",
         ),
         (
             and_(

@@ -169,6 +169,11 @@ def test_a_closing_the_api_does_not_state_counts_no_debit(
             "do not book the MED debit of R$ 20,00 notified: the provider's API states the "
             "case still open (possible forgery)"
         )
+        # Still open at the provider, so its money is still at risk that day.
+        med = result.report["med"]
+        assert (med["open_cases"], med["at_risk_cents"]) == (1, 2_000)
+        (listed,) = med["cases"]
+        assert (listed["state"], listed["status"], listed["debited_cents"]) == ("open", "OPEN", 0)
 
 
 def test_the_apis_word_read_after_a_notified_closing_keeps_the_notified_debit_beside_it(
