@@ -28,7 +28,7 @@ from dashboard.queries import (
 from reconcile.actions import suggested_action
 from reconcile.cases import add_lifecycle, case_events, case_rows
 from reconcile.formats import brl, duration_unit
-from reconcile.masking import SENSITIVE_KEYS, mask_text, mask_value
+from reconcile.masking import mask_payload, mask_text
 from reconcile.models import (
     CaseState,
     ExceptionCase,
@@ -39,9 +39,6 @@ from reconcile.models import (
 from reconcile.queries import deliveries_of, inbox_item_view, items_by_ref, webhook_coverage
 from reconcile.references import add_references, med_deadlines
 from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, business_today, utcnow
-
-# Fields of a payload that may hold a person's data beyond the ones the logs mask.
-MORE_SENSITIVE = frozenset({"email", "telefone", "phone", "number", "infopagador"})
 
 
 def today() -> date:
@@ -119,20 +116,6 @@ def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[
 def _bare_ref(subject: str, ref: str) -> str:
     """A charge's case is ``cob:{txid}``; its items carry the txid alone."""
     return ref.split(":", 1)[1] if subject == "charge" and ":" in ref else ref
-
-
-def mask_payload(value: Any, key: str = "") -> Any:
-    if isinstance(value, dict):
-        return {k: mask_payload(v, str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask_payload(v, key) for v in value]
-    if isinstance(value, str) and key.lower() in MORE_SENSITIVE:
-        return mask_value("document" if any(c.isdigit() for c in value) else "name", value)
-    return mask_value(key, value) if key.lower() in SENSITIVE_KEYS else _masked_scalar(value)
-
-
-def _masked_scalar(value: Any) -> Any:
-    return mask_text(value) if isinstance(value, str) else value
 
 
 def _decimal(value: Any) -> Any:

@@ -19,6 +19,9 @@ SENSITIVE_KEYS = frozenset(
 )
 
 
+# Fields of a payload that may hold a person's data beyond the ones the logs mask.
+_MORE_SENSITIVE = frozenset({"email", "telefone", "phone", "number", "infopagador"})
+
 _MASKED_DOCUMENT = re.compile(r"\*{9,12}[0-9]{2}")
 
 
@@ -54,3 +57,17 @@ def mask_value(key: str, value: Any) -> Any:
             return mask_document(value) if _DIGITS.sub("", value) else mask_name(value)
         return mask_text(value)
     return value
+
+
+def mask_payload(value: Any, key: str = "") -> Any:
+    """A stored payload fit to show a person (the dashboard, ``pixrecon events show``):
+    its shape and every other field as they came, documents, names and contacts masked."""
+    if isinstance(value, dict):
+        return {k: mask_payload(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_payload(v, key) for v in value]
+    if isinstance(value, str) and key.lower() in _MORE_SENSITIVE:
+        return mask_value("document" if any(c.isdigit() for c in value) else "name", value)
+    if key.lower() in SENSITIVE_KEYS:
+        return mask_value(key, value)
+    return mask_text(value) if isinstance(value, str) else value

@@ -25,6 +25,7 @@ from pixrecon.commands.common import (
 )
 from reconcile.db import session_scope
 from reconcile.formats import sp_time
+from reconcile.masking import mask_payload
 from reconcile.models import ItemKind, ItemStatus, Source
 from reconcile.settings import Settings, get_settings
 
@@ -121,8 +122,9 @@ def events_show(
     ],
     output: FormatOption = OutputFormat.table,
 ) -> None:
-    """Show one inbox item: its fields, references and warnings, then its payload (JSON).
-    With --format json, all of it as one JSON object (times in ISO 8601, UTC)."""
+    """Show one inbox item: its fields, references and warnings, then its payload (JSON,
+    CPF/CNPJ and names masked). With --format json, all of it as one JSON object (times in
+    ISO 8601, UTC)."""
     from reconcile.models import InboxItem
     from reconcile.queries import inbox_item_view
 
@@ -132,7 +134,9 @@ def events_show(
         if item is None:
             raise fail(f"no inbox item {item_id}")
         view = inbox_item_view(item)
-        view["payload"] = json.loads(item.payload)
+        # Payers' documents and names masked, as in the logs and the dashboard: a
+        # terminal's scrollback, a pasted ticket or a redirected file keeps what it shows.
+        view["payload"] = mask_payload(json.loads(item.payload))
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(view, indent=2, ensure_ascii=False) + "\n")
         return
@@ -163,8 +167,8 @@ def _print_item(view: dict[str, Any]) -> None:
         said = ", ".join(f"{k}: {v}" for k, v in warning.items() if k != "pointer")
         table.add_row(f"warning {escape(str(warning.get('pointer', '')))}", escape(said))
     console.print(table)
-    # The payload exactly as stored, whole: it is what a person compares with the
-    # provider's documentation.
+    # The payload whole, in the shape stored (personal data masked): it is what a person
+    # compares with the provider's documentation.
     sys.stdout.write(json.dumps(view["payload"], indent=2, ensure_ascii=False) + "\n")
 
 

@@ -101,3 +101,22 @@ def test_show_gives_a_person_sao_paulo_time_and_a_program_json(
     view = json.loads(as_json.stdout)
     assert view["received_at"] == RECEIVED.isoformat()
     assert view["payload"]["endToEndId"] == e2e
+
+
+def test_show_masks_the_payers_document_and_name_in_both_forms(
+    stored: tuple[dict[str, str], int, str], tmp_path: Path
+) -> None:
+    """The payload is personal data as it came (``tests.factories.pix``: CPF 12345678909,
+    "Fulana de Tal"): shown, it is masked as the logs and the dashboard mask it."""
+    env, item_id, e2e = stored
+    shown = run_pixrecon("events", "show", str(item_id), cwd=tmp_path, env=env)
+    as_json = run_pixrecon("events", "show", str(item_id), "-f", "json", cwd=tmp_path, env=env)
+    for result in (shown, as_json):
+        assert result.returncode == 0, result.stderr
+        assert "12345678909" not in result.stdout, result.stdout
+        assert "Fulana" not in result.stdout, result.stdout
+        assert "*********09" in result.stdout, result.stdout
+    payer = json.loads(as_json.stdout)["payload"]["pagador"]
+    assert payer == {"cpf": "*********09", "nome": "F***** d* T**"}
+    # Everything else as it came: the keys a person compares with the provider's.
+    assert json.loads(as_json.stdout)["payload"]["endToEndId"] == e2e
