@@ -106,11 +106,14 @@ def _set(case_id: int, state: CaseState, note: str | None) -> None:
         # puts it back among the remaining ones, and a second resolve replaces the note.
         if was == case.state:
             replaced = "; its note is the one given now" if note else ""
-            console.print(f"case {case.id} was already {case.state}{replaced}")
+            said = f"case {case.id} was already {case.state}{replaced}"
         elif was in (CaseState.RESOLVED.value, CaseState.CLEARED.value):
-            console.print(f"case {case.id} was {was}; it is {case.state} now, remaining again")
+            said = f"case {case.id} was {was}; it is {case.state} now, remaining again"
         else:
-            console.print(f"case {case.id} is now {case.state} (was {was})")
+            said = f"case {case.id} is now {case.state} (was {was})"
+    # Only once committed: a commit the database refuses must not follow a line saying
+    # the case changed.
+    console.print(said)
 
 
 @exceptions_app.command("ack")

@@ -540,3 +540,40 @@ def test_a_time_without_an_offset_is_sao_paulo_time_on_every_command() -> None:
     assert moment_option("2026-11-22T14:30Z", "--since") == datetime(
         2026, 11, 22, 14, 30, tzinfo=UTC
     )
+
+
+def test_a_case_change_the_database_refuses_is_never_told_as_done(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    """Acknowledging or resolving says what changed only once it is committed: a database
+    that refuses the write (here a read-only one) gets the error line alone, not a line
+    saying the case changed followed by it."""
+    import shutil
+    from datetime import date
+
+    from reconcile.db import create_db_engine, session_scope
+    from reconcile.models import ExceptionCase
+
+    path = tmp_path / "cases.db"
+    shutil.copy(sqlite_template, path)
+    engine = create_db_engine(f"sqlite:///{path}")
+    with session_scope(engine) as session:
+        case = ExceptionCase(
+            business_date=date(2026, 3, 2),
+            subject="charge",
+            ref="cob:tx1",
+            status="overpaid",
+            first_seen_run_id=1,
+            last_seen_run_id=1,
+        )
+        session.add(case)
+        session.flush()
+        case_id = str(case.id)
+    engine.dispose()
+    env = clean_env(database_url=f"sqlite:///file:{path}?mode=ro&uri=true", log_json="0")
+    for args in (("ack", case_id), ("resolve", case_id, "--note", "paid back")):
+        result = run_pixrecon("exceptions", *args, cwd=tmp_path, env=env)
+        assert result.returncode == 2, result
+        assert result.stdout == "", result.stdout
+        assert "readonly database" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr, result.stderr
