@@ -30,6 +30,7 @@ from sqlalchemy import (
 from sqlmodel import Session, col
 
 from reconcile.db import dialect_of, insert_for, session_scope, table_of
+from reconcile.masking import mask_text
 from reconcile.models import (
     DeliveryItem,
     InboxItem,
@@ -902,10 +903,11 @@ def replay(session: Session, item_id: int) -> InboxItem | None:
 
 
 def ignore(session: Session, item_id: int, reason: str) -> InboxItem | None:
-    """An operator's decision that an item needs no processing; the reason is kept."""
+    """An operator's decision that an item needs no processing; the reason is kept, a
+    CPF or CNPJ typed into it masked (as a case's note is)."""
     item = session.get(InboxItem, item_id)
     if item is None:
         return None
     item.status = ItemStatus.IGNORED.value
-    item.error = f"ignored: {reason}"
+    item.error = f"ignored: {mask_text(reason)}"
     return item

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import case, func, select
 from sqlmodel import Session, col
 
+from reconcile.masking import mask_text
 from reconcile.models import DeliveryItem, InboxItem, InboxRef, PixReceived, WebhookDelivery
 from reconcile.payloads.refs import Refs, item_refs
 from reconcile.timeutil import as_utc
@@ -53,7 +54,9 @@ def inbox_item_view(item: InboxItem) -> dict[str, Any]:
         "poll_count": item.poll_count,
         "duplicates": item.duplicates,
         "attempts": item.attempts,
-        "error": item.error,
+        # Masked again when shown: a reason stored before it was masked on the way in, or
+        # a value a database refusal quoted.
+        "error": None if item.error is None else mask_text(item.error),
         "refs": refs_of(item),
         "warnings": warnings_of(item),
     }

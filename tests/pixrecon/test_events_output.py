@@ -120,3 +120,35 @@ def test_show_masks_the_payers_document_and_name_in_both_forms(
     assert payer == {"cpf": "*********09", "nome": "F***** d* T**"}
     # Everything else as it came: the keys a person compares with the provider's.
     assert json.loads(as_json.stdout)["payload"]["endToEndId"] == e2e
+
+
+def test_a_document_typed_into_an_ignore_reason_is_never_shown(
+    stored: tuple[dict[str, str], int, str], tmp_path: Path
+) -> None:
+    """A reason is free text, as a case's note is: a CPF typed into it is stored masked,
+    and one stored before it was masked is masked when shown."""
+    env, item_id, _ = stored
+    ignored = run_pixrecon(
+        *("events", "ignore", str(item_id)),
+        *("--reason", "cliente CPF 123.456.789-09 pagou por fora"),
+        cwd=tmp_path,
+        env=env,
+    )
+    assert ignored.returncode == 0, ignored.stderr
+    shown = run_pixrecon("events", "show", str(item_id), "-f", "json", cwd=tmp_path, env=env)
+    assert json.loads(shown.stdout)["error"] == "ignored: cliente CPF *********09 pagou por fora"
+
+    url = env["PIXRECON_DATABASE_URL"]
+    engine = create_db_engine(url)
+    with session_scope(engine) as session:
+        from reconcile.models import InboxItem
+
+        item = session.get(InboxItem, item_id)
+        assert item is not None
+        item.error = "ignored: CNPJ 11.222.333/0001-81 confirmou"
+    engine.dispose()
+    for args in (("events", "show", str(item_id)), ("events", "--format", "json")):
+        result = run_pixrecon(*args, cwd=tmp_path, env={**env, "COLUMNS": "200"})
+        assert result.returncode == 0, result.stderr
+        assert "11.222.333/0001-81" not in result.stdout, result.stdout
+        assert "************81" in result.stdout, result.stdout
