@@ -36,6 +36,14 @@ def why_unavailable(url: str, exc: BaseException) -> str:
     reason = " ".join((said[0] if said else type(exc).__name__).split())
     # psycopg: "connection failed: connection to server at …, port … failed: FATAL: …"
     reason = reason.rsplit(" failed: ", 1)[-1].removeprefix("FATAL: ")
+    if "readonly database" in reason or "read-only transaction" in reason:
+        # SQLite opened read-only (a file or folder it may not write, ``mode=ro``), or a
+        # PostgreSQL replica: the server is fine, the command needs to write.
+        return (
+            f"the database at {shown_url(url)} is read-only ({reason}): this command writes "
+            "to it; point PIXRECON_DATABASE_URL at a database it may write to, or give it "
+            "write access"
+        )
     if "does not exist" in reason:
         return (
             f"the database at {shown_url(url)} cannot be used: {reason}; create it, then run "

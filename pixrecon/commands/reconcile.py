@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import Progress, TaskID
 from sqlalchemy import Engine
 
-from pixrecon.bootstrap import StartupError, open_database, setup_logging
+from pixrecon.bootstrap import StartupError, open_database, setup_logging, why_unavailable
 from pixrecon.commands.common import (
     FormatOption,
     Interrupted,
@@ -194,6 +194,9 @@ def reconcile_command(
             f"({one_line(exc)}){_tries(exc, settings.provider_retry_seconds)}; "
             f"nothing was concluded — {provider_advice(exc, settings)}"
         ) from None
+    except UNAVAILABLE_ERRORS as exc:
+        said = why_unavailable(settings.database_url, exc)
+        raise fail(f"the reconciliation could not run: {escape(said)}") from None
     except RUN_ERRORS as exc:
         raise fail(f"the reconciliation could not run: {one_line(exc)}") from None
     except Exception as exc:

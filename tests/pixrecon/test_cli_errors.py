@@ -577,3 +577,21 @@ def test_a_case_change_the_database_refuses_is_never_told_as_done(
         assert result.stdout == "", result.stdout
         assert "readonly database" in result.stderr, result.stderr
         assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_a_read_only_database_is_named_so_not_a_server_that_is_down(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    """A database the command may not write to: one line saying so, not "check that the
+    server is running", nor the driver's exception."""
+    import shutil
+
+    path = tmp_path / "ro.db"
+    shutil.copy(sqlite_template, path)
+    env = clean_env(database_url=f"sqlite:///file:{path}?mode=ro&uri=true", log_json="0")
+    result = run_pixrecon("reconcile", "--date", "2026-03-02", cwd=tmp_path, env=env)
+    assert result.returncode == 2, result
+    (line,) = result.stderr.strip().splitlines()
+    assert "is read-only (attempt to write a readonly database)" in line, line
+    assert "server is running" not in line, line
+    assert "OperationalError" not in line, line
