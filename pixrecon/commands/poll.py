@@ -178,7 +178,8 @@ def poll(
             )
     console.print(table)
     where = "here" if not settings.broker_url else "by the workers"
-    console.print(f"{result['new']} new items, processed {where}")
+    items = "item" if result["new"] == 1 else "items"
+    console.print(f"{result['new']} new {items}, processed {where}")
     if result["settled"]:
         console.print(
             f"{result['settled']} notified Pix and refunds settled by being listed "

@@ -171,3 +171,10 @@ def test_unreadable_files_say_so(tmp_path: Path) -> None:
     listed.write_text("[]", encoding="utf-8")
     with pytest.raises(ScenarioError, match="must be a JSON object"):
         load_scenario(listed)
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLE.parent.glob("*.json")), ids=lambda p: p.stem)
+def test_shipped_descriptions_write_money_as_people_read_it(path: Path) -> None:
+    """The demo prints a scenario's description to the people it is for: R$ 1.234,56."""
+    description = load_scenario(path).description or ""
+    assert not re.search(r"R\$ ?\d+\.\d{2}\b", description), description
