@@ -34,8 +34,12 @@ class SecretHeader:
         # the sender's: any copy that holds an accepted secret authenticates. Asked only
         # after the first failed, so a delivery with one copy pays nothing for it; every
         # copy compared (a list, not ``any`` cut short), so timing tells none apart.
-        copies = request.headers.getlist(self.header)[1:]
-        if not any([self._accepts(copy) for copy in copies]):
+        # A proxy may also join the copies into one line, comma-separated, as HTTP lets
+        # it (RFC 9110 §5.3): no accepted secret holds a comma (the setting is a
+        # comma-separated list), so each part is a copy of its own.
+        copies = request.headers.getlist(self.header)
+        parts = [part for copy in copies if "," in copy for part in copy.split(",")]
+        if not any([self._accepts(copy) for copy in [*copies[1:], *parts]]):
             raise Problem(401, "unauthenticated", f"invalid {self.header} header")
 
     def _accepts(self, presented: str) -> bool:

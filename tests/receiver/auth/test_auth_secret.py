@@ -38,6 +38,20 @@ def test_a_header_sent_twice_passes_when_any_copy_holds_an_accepted_value(
 
 
 @pytest.mark.parametrize(
+    "joined",
+    [f"wrong, {NEW}", f"{OLD},wrong", f"wrong , {OLD} , other", f"{NEW}, {NEW}"],
+    ids=["second", "first", "among-three", "twice"],
+)
+def test_copies_a_proxy_joined_into_one_line_pass_when_any_holds_an_accepted_value(
+    joined: str,
+) -> None:
+    """HTTP lets a proxy join the copies of a header into one line, comma-separated (Node's
+    own server does, for a header it does not know): the sender's copy is still there, and
+    no accepted secret holds a comma."""
+    auth().check_request(make_request(headers=[("X-Webhook-Secret", joined)]))
+
+
+@pytest.mark.parametrize(
     ("headers", "detail"),
     [
         ([], "missing X-Webhook-Secret header"),
@@ -49,6 +63,8 @@ def test_a_header_sent_twice_passes_when_any_copy_holds_an_accepted_value(
         ([("X-Webhook-Secret", "")], "invalid X-Webhook-Secret header"),
         ([("X-Webhook-Secret", NEW[:3] + " " + NEW[3:])], "invalid X-Webhook-Secret header"),
         ([("X-Webhook-Secret", NEW + "x ")], "invalid X-Webhook-Secret header"),
+        ([("X-Webhook-Secret", f"wrong, {NEW}x,")], "invalid X-Webhook-Secret header"),
+        ([("X-Webhook-Secret", ",")], "invalid X-Webhook-Secret header"),
         ([("X-Other-Header", NEW)], "missing X-Webhook-Secret header"),
     ],
 )
