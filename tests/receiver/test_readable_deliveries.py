@@ -228,3 +228,24 @@ def test_pix_automatico_posted_to_the_bare_url_is_read_as_what_it_is(
     _post(running_node, "/webhooks/qrcode?ignorar=/cobr", json.dumps(cobr).encode())
     kinds = {item.kind for item in _items(running_node).values()}
     assert kinds == {"rec", "cobr"}
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/webhooks/qrcode/pix?ignorar=/{kind}", "/webhooks/qrcode/pix", "/webhooks/qrcode/{other}"],
+    ids=["route-and-ignorar", "wrapper-at-pix", "wrapper-at-the-other"],
+)
+def test_pix_automatico_posted_to_another_route_is_read_as_what_it_is(
+    running_node: RunningNode, path: str
+) -> None:
+    """A URL registered with its route and ``?ignorar=`` for every webhook gets what the
+    provider appends in the query string; the wrapper says what a body is wherever it came."""
+    rec = {"recs": [{"idRec": "RR1234567820261128abcdefghij", "status": "APROVADA"}]}
+    cobr = {"cobsr": [{"txid": "cobrquery0000000000000000000001", "status": "CONCLUIDA"}]}
+    _post(running_node, path.format(kind="rec", other="cobr"), json.dumps(rec).encode())
+    _post(running_node, path.format(kind="cobr", other="rec"), json.dumps(cobr).encode())
+    one = pix()
+    _post(running_node, "/webhooks/qrcode/rec", json.dumps({"pix": [one]}).encode())
+    items = _items(running_node)
+    assert {item.kind for item in items.values()} == {"rec", "cobr", "pix"}
+    assert not any(item.warnings for item in items.values())
