@@ -27,7 +27,7 @@ from reconcile.payloads import (
     timestamp,
 )
 from reconcile.payloads.items import Refusal, keyed, new_item, unsupported_item
-from reconcile.payloads.refs import ENVELOPES
+from reconcile.payloads.refs import ENVELOPES, whole_number
 from reconcile.payloads.tolerant import key_renamed
 
 KNOWN_TYPES = {
@@ -59,6 +59,7 @@ INFRACTION_STATUSES = (
 
 def _as_text(value: object) -> object:
     # Providers send numeric ids as JSON numbers or strings; keys must not depend on which.
+    value = whole_number(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return value

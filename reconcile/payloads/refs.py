@@ -9,6 +9,7 @@ items (migration 0013) and shows an item's references.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 from reconcile.models import ItemKind
@@ -34,11 +35,24 @@ _ANY = (
 )
 
 
+def whole_number(value: Any) -> Any:
+    """A JSON number whose fraction is zeros (``123.0``: how Java's ``Double`` writes a
+    numeric id) as the integer it is, so that it keys and is found as ``123`` does;
+    anything else as it came. A number of more than 40 digits is no id (and ``1e999999``
+    must not be expanded)."""
+    if isinstance(value, Decimal | float) and not isinstance(value, bool):
+        number = Decimal(value) if isinstance(value, float) else value
+        if number.is_finite() and number.adjusted() < 40 and number == number.to_integral_value():
+            return int(number)
+    return value
+
+
 def ref_text(value: Any) -> str | None:
-    """``value`` as a reference is indexed (and found): text or an integer, without the
-    whitespace around it; ``None`` for anything else."""
+    """``value`` as a reference is indexed (and found): text or an integer (a number whose
+    fraction is zeros too), without the whitespace around it; ``None`` for anything else."""
     if isinstance(value, bool):
         return None
+    value = whole_number(value)
     if isinstance(value, int):
         value = str(value)
     if not isinstance(value, str):

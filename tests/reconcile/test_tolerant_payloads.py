@@ -781,3 +781,26 @@ def test_a_payers_document_written_as_people_write_it_is_its_digits(
     assert _warnings(item) == {}
     assert json.loads(item.payload)["pagador"][field] == written  # the body as it came
     assert tolerant_pix_fields(json.loads(item.payload)).payer_document == read
+
+
+@pytest.mark.parametrize("written", ["987.0", "987.00", "9.87E+2", "987"])
+def test_a_numeric_id_written_with_a_zero_fraction_keys_as_the_integer(written: str) -> None:
+    """Java's ``Double`` writes the id 987 as ``987.0``: the case is the same case, and
+    the delivery, its only key being that id, is not refused."""
+    body = json.loads(
+        '{"type": "INFRACTION", "data": {"id": ' + written + ', "status": "OPEN"}}',
+        parse_float=Decimal,
+    )
+    (item,) = accounts_items(body)
+    assert item.key == "accounts:INFRACTION:987:OPEN"
+    assert "987" in item.ref_values()
+
+
+@pytest.mark.parametrize("written", ["987.5", "1E+999999"])
+def test_a_numeric_id_with_a_fraction_is_no_id(written: str) -> None:
+    body = json.loads(
+        '{"type": "INFRACTION", "data": {"id": ' + written + ', "status": "OPEN"}}',
+        parse_float=Decimal,
+    )
+    with pytest.raises(PayloadInvalid):
+        accounts_items(body)
