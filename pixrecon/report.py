@@ -16,6 +16,7 @@ from reconcile.cases import iter_case_rows
 from reconcile.db import session_scope
 from reconcile.formats import br_date, brl, count, sp_time
 from reconcile.nightly import NightlyResult
+from reconcile.priorities import URGENT_PRIORITY
 
 VERDICT_WORDS = {
     "reconciled": "[bold green]reconciled[/]: every source was read and agrees",
@@ -181,6 +182,12 @@ def _cell(key: str, value: Any) -> str:
     return "" if value is None else escape(str(value))
 
 
+URGENT_MARK = (
+    "! urgent (priority 1): money near or past its last day to be refunded, or an open "
+    "MED case near or past its analysis deadline"
+)
+
+
 def exceptions_table(
     cases: list[dict[str, Any]],
     *,
@@ -198,8 +205,11 @@ def exceptions_table(
             table.add_row(*(_cell(key, case.get(key)) for _, key in EXCEPTION_COLUMNS_WIDE))
         return table
     table = human_table("case", "exception", "amounts", title=title)
+    if any(case.get("priority") == URGENT_PRIORITY for case in cases):
+        # A mark nobody explains reads as noise.
+        table.caption, table.caption_justify = URGENT_MARK, "left"
     for case in cases:
-        urgent = " [bold red]![/]" if case.get("priority") == 1 else ""
+        urgent = " [bold red]![/]" if case.get("priority") == URGENT_PRIORITY else ""
         about = [
             f"[bold]{case['status']}[/] ({case['state']}) · {case['subject']} "
             f"{escape(case['ref'])} · {br_date(case['date'])}",

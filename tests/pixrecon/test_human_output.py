@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 from sqlalchemy import Engine
 
-from pixrecon.report import print_report, write_json_report
+from pixrecon.report import exceptions_table, print_report, write_json_report
 from reconcile.db import session_scope
 from reconcile.models import ReconciliationRun
 from reconcile.nightly import NightlyResult, reconcile_day
@@ -143,3 +143,34 @@ def test_breaks_without_an_exception_says_the_bridge_is_what_breaks() -> None:
     assert "exceptions remain" not in said
     with_cases = {**report, "open_exceptions": 2}
     assert "exceptions remain" in _verdict_line(with_cases)
+
+
+def test_the_mark_of_an_urgent_case_is_said_below_the_table() -> None:
+    """A ``!`` nobody explains is read as noise: the table says what it marks, and only
+    when a case carries it."""
+    case = {
+        "case_id": 7,
+        "date": "2026-03-10",
+        "subject": "infraction",
+        "ref": "med-1",
+        "status": "open_case",
+        "state": "open",
+        "lifecycle": "new",
+        "age_days": 0,
+        "priority": 1,
+        "reason": "an open MED case: the amount is at risk",
+        "action": "answer the MED case by 12/03/2026 15:00: R$ 20,00 may be debited",
+        "expected_cents": 2_000,
+        "actual_cents": None,
+    }
+
+    def shown(priority: int) -> str:
+        console = Console(width=80, record=True, color_system=None)
+        console.print(exceptions_table([{**case, "priority": priority}]))
+        return console.export_text()
+
+    urgent = shown(1)
+    _fits(urgent)
+    assert re.search(r"^│ 7 !", urgent, re.M)
+    assert "! urgent (priority 1)" in " ".join(urgent.split())
+    assert "!" not in shown(2)
