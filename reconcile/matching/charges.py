@@ -10,7 +10,7 @@ from sqlmodel import Session
 
 from reconcile.db import dialect_of, table_of
 from reconcile.matching.context import RunContext
-from reconcile.matching.movements import pix_time, refund_time
+from reconcile.matching.movements import pix_time, refund_time, refunds_made
 from reconcile.matching.verdicts import Verdict, insert_verdicts
 from reconcile.models import Confirmation, ExpectedPayment, PixReceived, PixRefund
 
@@ -105,10 +105,11 @@ def match_charges(session: Session, ctx: RunContext) -> None:
         .group_by(charged.c.txid)
         .subquery("paid")
     )
+    made, made_cents = refunds_made(R)
     refunded = (
-        select(charged.c.txid, func.sum(R.c.amount_cents).label("cents"))
+        select(charged.c.txid, func.sum(made_cents).label("cents"))
         .join(R, R.c.end_to_end_id == charged.c.end_to_end_id)
-        .where(R.c.status == "DEVOLVIDO", refund_time(R) < ctx.end)
+        .where(made, refund_time(R) < ctx.end)
         .group_by(charged.c.txid)
         .subquery("refunded")
     )

@@ -108,10 +108,11 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
         ctx, "end_to_end_id", "CREDIT", RECEIVED, *keys.holds(S.c.end_to_end_id), label="e2e"
     )
     R = table_of(PixRefund)
+    made, made_cents = refunds_made(R)
     refunded = (
-        select(R.c.end_to_end_id.label("e2e"), func.sum(R.c.amount_cents).label("cents"))
+        select(R.c.end_to_end_id.label("e2e"), func.sum(made_cents).label("cents"))
         # As of the day's end, as everything a day is judged by.
-        .where(R.c.status == "DEVOLVIDO", refund_time(R) < ctx.end)
+        .where(made, refund_time(R) < ctx.end)
         .group_by(R.c.end_to_end_id)
         .subquery("refunded")
     )
@@ -289,6 +290,27 @@ def refund_ref(R: FromClause) -> ColumnElement[str]:
 
 def refund_time(R: FromClause) -> ColumnElement[datetime]:
     return func.coalesce(R.c.settled_at, R.c.requested_at, R.c.updated_at)
+
+
+def refunds_made(R: FromClause) -> tuple[ColumnElement[bool], ColumnElement[int]]:
+    """The refunds that gave money back as the provider's API stands behind them, and how
+    much each gave: notified as made and confirmed (at the amount the API states, where it
+    states another), or notified otherwise while the API states it made. A refund notified
+    as made that the API denies, or has not confirmed, gave nothing back a Pix's net or a
+    charge may count."""
+    notified_made = R.c.status == "DEVOLVIDO"
+    made = or_(
+        and_(notified_made, R.c.confirmation.in_(Confirmation.stated())),
+        and_(
+            R.c.confirmation == Confirmation.STATUS_MISMATCH.value,
+            R.c.confirmed_status == "DEVOLVIDO",
+        ),
+    )
+    cents = case(
+        (R.c.confirmation.in_(Confirmation.counted()), R.c.amount_cents),
+        else_=func.coalesce(R.c.confirmed_amount_cents, R.c.amount_cents),
+    )
+    return made, cents
 
 
 def match_refunds(session: Session, ctx: RunContext) -> None:

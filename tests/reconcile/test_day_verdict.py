@@ -431,7 +431,9 @@ def test_a_refund_the_api_contradicts_names_the_outcome_the_api_states(
         "status": notified,
         "horario": {"solicitacao": book.at("15:00").isoformat()},
     }
-    e2e = book.pix(10_000, "14:00", polled=False, refunds=[refund])
+    txid = "txstated0000000000000000000000001"
+    book.charge("cob", txid, 10_000, "13:00", expiracao=86_400)
+    e2e = book.pix(10_000, "14:00", polled=False, refunds=[refund], txid=txid)
     book.confirm_all_pix()
     book.line("PIX_RECEIVED", 10_000, "14:00", credit=True, endToEndId=e2e)
     answer = {
@@ -456,6 +458,12 @@ def test_a_refund_the_api_contradicts_names_the_outcome_the_api_states(
     assert row["status"] == "status_mismatch"
     assert row["reason"].startswith(reason), row["reason"]
     assert row["action"].startswith(action), row["action"]
+    # The Pix's net is what the API stands behind: what it says the refund gave back.
+    verdicts = verdicts_of(engine, result)
+    assert verdicts[("movement", e2e)].net_cents == (5_000 if stated == "DEVOLVIDO" else 10_000)
+    # And its charge reads refunded only as far as the API says money went back.
+    charge = verdicts[("charge", f"cob:{txid}")].status
+    assert charge == ("partially_refunded" if stated == "DEVOLVIDO" else "paid")
 
 
 def test_a_refund_the_api_has_not_confirmed_is_pending_then_its_own_exception(
