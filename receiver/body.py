@@ -336,6 +336,26 @@ def _form_json(body: bytes, flags: list[str]) -> tuple[str, Any] | None:
     return text, document
 
 
+def _unquoted(text: str, document: str, flags: list[str]) -> tuple[str, Any]:
+    """The JSON document some gateways send encoded once more, as a JSON string
+    (``"{\\"pix\\": [...]}"``), and its text; the string and its text as they were when
+    it holds no object or array. Its depth is bounded by the caller, as the body's is; it is
+    no longer than the body."""
+    if document.strip()[:1] not in ("{", "["):
+        return text, document
+    read: list[str] = []
+    try:
+        inner = _loads(document, read)
+    except RecursionError:
+        raise Problem(400, "malformed-json", "JSON nested too deeply") from None
+    except ValueError:
+        return text, document
+    if not isinstance(inner, dict | list):
+        return text, document
+    flags.extend(["a JSON document (it came as a JSON string holding one)", *read])
+    return document, inner
+
+
 def parse_json(request: Request, body: bytes, flags: list[str]) -> Any:
     """The body's JSON document; what about it was not as HTTP and JSON say, but readable
     all the same, is added to ``flags`` (one phrase each, flagged on every item)."""
@@ -378,6 +398,8 @@ def parse_json(request: Request, body: bytes, flags: list[str]) -> Any:
         if posted is None:
             raise _refused(media_type, charset, exc) from None
         text, document = posted
+    if isinstance(document, str):
+        text, document = _unquoted(text, document, flags)
     # Each level but the innermost opens with a bracket: a text with few cannot be deep,
     # and counting them is a fraction of walking the document.
     shallow = text.count("{") + text.count("[") < MAX_JSON_DEPTH

@@ -23,23 +23,49 @@ _HEADER = REQUEST_ID_HEADER.encode()
 
 
 _SLASHES = re.compile(r"/{2,}")
-# A merchant who registers the full ``…/webhooks/qrcode/pix`` gets whatever the provider
-# appends after it: ``/pix``, and ``/rec`` and ``/cobr`` when the same URL serves Pix
-# Automático too. The appended segment, the last, says what the delivery is.
-_DOUBLED = re.compile(r"^/webhooks/qrcode/(?:pix|rec|cobr)/(pix|rec|cobr)$")
+# The paths routed as they come: nearly every delivery's, answered after one set look-up.
+_ROUTED = frozenset(
+    (
+        "/webhooks/qrcode/pix",
+        "/webhooks/qrcode",
+        "/webhooks/qrcode/rec",
+        "/webhooks/qrcode/cobr",
+        "/webhooks/accounts",
+        "/webhooks/accounts/transfer",
+        "/webhooks/accounts/receive",
+        "/webhooks/accounts/refund",
+        "/webhooks/accounts/cashout",
+        "/webhooks/accounts/infraction",
+    )
+)
+_QR_ROUTES = frozenset(("pix", "rec", "cobr"))
 
 
 def webhook_path(path: str) -> str:
     """The route a webhook URL as registered means; other paths as they are."""
+    if path in _ROUTED:
+        return path
     normal = path
     if "//" in normal or (normal.endswith("/") and normal != "/"):
         normal = _SLASHES.sub("/", normal).rstrip("/")
-    doubled = _DOUBLED.match(normal)
-    if doubled:
-        normal = "/webhooks/qrcode/" + doubled[1]
-    if normal.startswith("/webhooks/") or normal == "/webhooks":
-        return normal
-    return path
+    # A merchant may type the URL in another letter case (``/Webhooks/QRCode/Pix``): the
+    # fixed segments are read in any case; an accounts type keeps its own (the body's
+    # ``type`` is compared in capitals anyway).
+    segments = normal.split("/")
+    if len(segments) < 2 or segments[0] or segments[1].lower() != "webhooks":
+        return path
+    fixed = 3 if len(segments) > 2 and segments[2].lower() == "accounts" else len(segments)
+    segments[1:fixed] = [segment.lower() for segment in segments[1:fixed]]
+    family = segments[2] if len(segments) > 2 else ""
+    if family == "qrcode" and len(segments) == 5 and _QR_ROUTES.issuperset(segments[3:]):
+        # A merchant who registers the full ``…/webhooks/qrcode/pix`` gets whatever the
+        # provider appends after it: ``/pix``, and ``/rec`` and ``/cobr`` when the same URL
+        # serves Pix Automático too. The appended segment, the last, says what it is.
+        del segments[3]
+    elif family == "accounts" and len(segments) == 5 and segments[3].lower() == segments[4].lower():
+        # ``…/webhooks/accounts/transfer`` registered, the type appended once more.
+        del segments[4]
+    return "/".join(segments)
 
 
 class WebhookPaths:
@@ -49,7 +75,9 @@ class WebhookPaths:
     ``…/webhooks/qrcode/pix/pix`` (and ``…/pix/rec``, ``…/pix/cobr``). Answering those
     404, or a redirect the sender may not follow, counts towards the provider disabling
     the webhook: repeated and trailing slashes of a webhook path are dropped before
-    routing, and a QR code route followed by another is routed by the last."""
+    routing, a QR code route followed by another is routed by the last, an accounts type
+    repeated is read once, and the fixed segments are read in any letter case (a merchant
+    may type ``…/Webhooks/QRCode``)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

@@ -3,12 +3,16 @@
 TRANSFER, RECEIVE, REFUND, CASHOUT and INFRACTION are understood; any other type (invoice,
 crypto, types not yet known) is stored as ``unsupported`` and acknowledged, because the
 provider disables a webhook that keeps failing. Senders vary the envelope: the object may
-come under ``payload``, or ``data`` may be an array of them (one item each); a body that
-cannot be taken apart at all is kept whole as ``unsupported``.
+come under ``payload``, ``data`` may be an array of them, or the body an array of
+notifications (one item each), and the type may be named inside the object
+(``webhookType``) rather than beside it; a body that cannot be taken apart at all is kept
+whole as ``unsupported``.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, Field, StringConstraints, WithJsonSchema
@@ -21,6 +25,7 @@ from reconcile.payloads import (
     UNKNOWN_STATUS,
     Amount,
     ItemWarning,
+    PayloadInvalid,
     Tolerant,
     one_of,
     pointer,
@@ -215,23 +220,28 @@ DATA_MODELS: dict[str, type[Identified]] = {
 }
 
 
+def _named(declared: str, at: str) -> tuple[str, list[ItemWarning]]:
+    """A type written as text, as the type it stands for, and how it was written otherwise
+    than documented (flagged at ``at``)."""
+    stripped = declared.strip()
+    # ASCII only: str.upper() maps some other letters onto ASCII ones (a dotless i to I).
+    named = stripped.upper() if stripped.isascii() else "UNKNOWN"
+    read = (
+        [ItemWarning(at, f"the type without surrounding whitespace (read as {named})")]
+        if stripped != declared
+        else []
+    )
+    # Read as the documented type it stands for, and flagged, as a status in another case
+    # is: whoever reads the flags learns how the provider writes it.
+    if named in KNOWN_TYPES and stripped != named:
+        read.append(ItemWarning(at, f"the type in capitals (read as {named})"))
+    return named, read
+
+
 def _type(document: dict[str, Any], path_type: str | None) -> tuple[str | None, list[ItemWarning]]:
     declared = document.get("type")
-    padded = isinstance(declared, str) and declared != declared.strip()
-    if isinstance(declared, str):
-        declared = declared.strip()
-    # ASCII only: str.upper() maps some other letters onto ASCII ones (a dotless i to I).
-    if isinstance(declared, str) and declared:
-        named = declared.upper() if declared.isascii() else "UNKNOWN"
-        read = (
-            [ItemWarning("/type", f"the type without surrounding whitespace (read as {named})")]
-            if padded
-            else []
-        )
-        # Read as the documented type it stands for, and flagged, as a status in another
-        # case is: whoever reads the flags learns how the provider writes it.
-        if named in KNOWN_TYPES and declared != named:
-            read.append(ItemWarning("/type", f"the type in capitals (read as {named})"))
+    if isinstance(declared, str) and declared.strip():
+        named, read = _named(declared, "/type")
         # The body's word is the provider's; the path is only where it was registered. A
         # disagreement is read as the body says, and flagged for whoever set the URLs.
         if path_type and path_type.upper() in KNOWN_TYPES and path_type.upper() != named:
@@ -288,6 +298,84 @@ def _completed(
     return (completed, moved) if moved else (inner, [])
 
 
+# A path segment that can name a type: a word. ``/webhooks/accounts/invoice`` keys its
+# notifications ``unsupported:INVOICE:…`` as a body's ``"type": "invoice"`` would.
+_PATH_TYPE = re.compile(r"[A-Za-z_.-]{1,40}")
+_UNNAMED = "the notification type (the path's last segment names none)"
+# Where a body without ``type`` beside ``data`` names it inside: ``webhookType`` is in every
+# movement of the provider's (and the sandbox's), ``type`` in some senders'.
+_INNER_TYPE = ("webhookType", "type")
+
+
+def _word(path_type: str | None) -> str | None:
+    """``path_type`` when it can name a type. A segment with digits (a CPF, an account
+    number) names none: in an unsupported item's key, which listings and logs show, it
+    would be personal data shown unmasked."""
+    return path_type if path_type is not None and _PATH_TYPE.fullmatch(path_type) else None
+
+
+def _named_type(declared: object) -> bool:
+    return isinstance(declared, str) and bool(declared.strip())
+
+
+def _inner_type(document: dict[str, Any]) -> tuple[str, ItemWarning] | None:
+    """The type a body names inside its object rather than beside it, and the flag at
+    where it was read: kept as unsupported, a TRANSFER would never reach its payout."""
+    slot = next((name for name in ENVELOPES if name in document), None)
+    inner = document[slot] if slot is not None else None
+    if slot is None or not isinstance(inner, dict):
+        return None
+    for name in _INNER_TYPE:
+        declared = inner.get(name)
+        if isinstance(declared, str) and declared.strip():
+            at = pointer([slot, name])
+            named, read = _named(declared, at)
+            said = "; ".join(
+                ["the notification's type as type beside data (read from here)"]
+                + [warning.expected for warning in read]
+            )
+            return named, ItemWarning(at, said)
+    return None
+
+
+def _notification(entry: object) -> bool:
+    return isinstance(entry, dict) and ("type" in entry or any(slot in entry for slot in ENVELOPES))
+
+
+_EACH = 'one notification {"type": ..., "data": {...}} (an array became one item each)'
+
+
+def _each(document: list[Any], path_type: str | None) -> list[NewItem]:
+    """A bare array of notifications, as some senders batch them: one item each, as for a
+    ``data`` array (each item's payload is its own notification), flagged at ``/``. An
+    entry that cannot be read is kept whole, as ``unsupported``, beside the readable ones."""
+    refusal = Refusal()
+    items: list[NewItem] = []
+    for index, entry in enumerate(document):
+        at = pointer([index])
+        if not isinstance(entry, dict):
+            refusal.not_an_object(at, "an accounts notification")
+            refusal.rejected.append((at, entry))
+            continue
+        try:
+            items.extend(accounts_items(entry, path_type))
+        except PayloadInvalid as exc:
+            refusal.violations.extend(
+                {**v, "property": at + v["property"].rstrip("/")} for v in exc.violations or []
+            )
+            refusal.rejected.append((at, entry))
+    flagged = [replace(item, warnings=_rooted(item.warnings, _EACH)) for item in items]
+    what = "an accounts notification"
+    return refusal.keep_the_rest(flagged, _word(path_type) or "UNKNOWN", what)
+
+
+def _rooted(warnings: tuple[ItemWarning, ...], expected: str) -> tuple[ItemWarning, ...]:
+    """``warnings`` with ``expected`` said at ``/`` too, after what was already said there."""
+    root = next((w for w in warnings if w.pointer == "/"), None)
+    first = ItemWarning("/", expected if root is None else f"{root.expected}; {expected}")
+    return (first, *(w for w in warnings if w.pointer != "/"))
+
+
 def key_of(kind_name: str, data: Identified) -> str:
     key = f"accounts:{kind_name}:{data.reference()}:{data.status or UNKNOWN_STATUS}"
     if isinstance(data, MovementData) and data.returns():
@@ -300,9 +388,18 @@ def accounts_items(document: Any, path_type: str | None = None) -> list[NewItem]
     """``{type, data}``; ``path_type`` comes from ``/webhooks/accounts/{kind}`` for bodies
     that omit ``type``."""
     if not isinstance(document, dict):
+        if isinstance(document, list) and any(map(_notification, document)):
+            return _each(document, path_type)
         shape = ItemWarning("/", 'an object {"type": ..., "data": {...}}')
-        return [unsupported_item(path_type or "UNKNOWN", document, shape)]
+        return [unsupported_item(_word(path_type) or "UNKNOWN", document, shape)]
     kind_name, warnings = _type(document, path_type)
+    if kind_name not in KNOWN_TYPES and not _named_type(document.get("type")):
+        # Only a body the reading above keeps as unsupported gets here.
+        if kind_name is not None and _word(kind_name) is None:
+            kind_name, warnings = None, [*warnings, ItemWarning("/type", _UNNAMED)]
+        inside = _inner_type(document)
+        if inside is not None:
+            kind_name, warnings = inside[0], [*warnings, inside[1]]
     if kind_name is None:
         return [unsupported_item("UNKNOWN", document, warnings[0] if warnings else None)]
     if kind_name not in KNOWN_TYPES:

@@ -78,7 +78,33 @@ def split_body(document: Any, wrapper: str, what: str, fields: frozenset[str]) -
                 return _unnested(
                     Split([(at + where, raw) for where, raw in found], [flagged]), what
                 )
+        enveloped = _enveloped_items(document, wrapper, what, fields)
+        if enveloped is not None:
+            return enveloped
     return _unnested(Split(_split(document, wrapper, what, fields)), what)
+
+
+def _enveloped_items(
+    document: dict[str, Any], wrapper: str, what: str, fields: frozenset[str]
+) -> Split | None:
+    """The items themselves in an envelope, without their wrapper (``{"data": [{...}]}``,
+    ``{"data": {...}}``), read where they are and flagged at the envelope; ``None`` when
+    no envelope holds anything with an item's fields. Only ever asked of a body that would
+    otherwise be kept whole as unsupported. A ``type`` beside the envelope makes the body
+    an accounts notification posted to the wrong URL: its movement is no Pix callback."""
+    if "type" in document:
+        return None
+    for name in ENVELOPES:
+        inner = document.get(name)
+        if isinstance(inner, list) and any(_looks_like(entry, fields) for entry in inner):
+            found = [(pointer([name, i]), entry) for i, entry in enumerate(inner)]
+        elif _looks_like(inner, fields):
+            found = [(pointer([name]), inner)]
+        else:
+            continue
+        flagged = ItemWarning(pointer([name]), f"{_shapes(wrapper, what)}, not under {name}")
+        return _unnested(Split(found, [flagged]), what)
+    return None
 
 
 def _unnested(split: Split, what: str) -> Split:

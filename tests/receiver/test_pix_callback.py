@@ -109,6 +109,42 @@ def test_a_url_registered_with_its_route_gets_the_appended_segment_routed(
         assert running_node.http.post(unknown, json=body).status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("path", "route", "body"),
+    [
+        ("/Webhooks/QRCode/Pix", "/webhooks/qrcode/pix", lambda: {"pix": [pix()]}),
+        ("/WEBHOOKS/QRCODE/PIX/PIX/", "/webhooks/qrcode/pix", lambda: {"pix": [pix()]}),
+        ("/webhooks/QRCode", "/webhooks/qrcode", lambda: {"pix": [pix()]}),
+        (
+            "/webhooks/accounts/transfer/transfer",
+            "/webhooks/accounts/transfer",
+            lambda: {"data": {"id": "tt-1", "status": "LIQUIDATED"}},
+        ),
+        (
+            "/Webhooks/Accounts/TRANSFER/transfer",
+            "/webhooks/accounts/TRANSFER",
+            lambda: {"data": {"id": "tt-1", "status": "LIQUIDATED"}},
+        ),
+    ],
+)
+def test_a_url_typed_in_another_case_or_with_its_type_doubled_is_routed(
+    running_node: RunningNode, path: str, route: str, body: Callable[[], Any]
+) -> None:
+    """A merchant may type the URL as ``…/Webhooks/QRCode``, or register an accounts type's
+    URL to which the type is appended once more: answered 404, every delivery would count
+    towards the provider disabling the webhook."""
+    response = running_node.http.post(path, json=body())
+    assert response.status_code == 200, response.text
+    assert response.json()["new"] == 1
+    with session_scope(running_node.node.engine) as session:
+        stored = session.execute(select(col(WebhookDelivery.route))).scalar_one()
+        key = session.execute(select(col(InboxItem.key))).scalar_one()
+    assert stored == route
+    assert key.startswith(("pix:", "accounts:TRANSFER:tt-1:"))
+    for unknown in ("/webhooks/accounts/transfer/receive", "/Webhooks/QRCode/Pix/Refund"):
+        assert running_node.http.post(unknown, json=body()).status_code == 404
+
+
 def test_batch_of_three_makes_three_items(running_node: RunningNode) -> None:
     response = running_node.post_pix({"pix": [pix(), pix(), pix(txid=None)]})
     assert response.json() == {"items": 3, "new": 3, "duplicates": 0}

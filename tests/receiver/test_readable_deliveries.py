@@ -249,3 +249,61 @@ def test_pix_automatico_posted_to_another_route_is_read_as_what_it_is(
     items = _items(running_node)
     assert {item.kind for item in items.values()} == {"rec", "cobr", "pix"}
     assert not any(item.warnings for item in items.values())
+
+
+def test_a_json_document_sent_as_a_json_string_is_read_and_flagged(
+    running_node: RunningNode,
+) -> None:
+    """Some gateways encode the body once more: ``"{\\"pix\\": [...]}"``. Its document is
+    read, every item flagged at ``/``, and the body kept as it came."""
+    first, second = pix(valor="1.25"), pix(valor="2.50")
+    raw = json.dumps(json.dumps({"pix": [first, second]})).encode()
+    assert _post(running_node, "/webhooks/qrcode/pix", raw) == {
+        "items": 2,
+        "new": 2,
+        "duplicates": 0,
+    }
+    assert running_node.wait_processed()["pix_received_cents"] == 375
+    items = _items(running_node)
+    for sent in (first, second):
+        assert _warned(items[f"pix:{sent['endToEndId']}"]) == {
+            "/": "a JSON document (it came as a JSON string holding one)"
+        }
+    with session_scope(running_node.node.engine) as session:
+        assert session.execute(select(col(WebhookDelivery.body))).scalar_one() == raw
+    # A string that holds no JSON object or array is kept whole, as ever.
+    for text in ("teste", "{not json", "[1, 2"):
+        _post(running_node, "/webhooks/qrcode/pix", json.dumps(text).encode())
+    unsupported = [i for i in _items(running_node).values() if i.status == "unsupported"]
+    assert sorted(json.loads(i.payload) for i in unsupported) == ["[1, 2", "teste", "{not json"]
+    # The document inside is held to the body's depth limit.
+    deep = json.dumps("[" * 40 + "]" * 40).encode()
+    answer = running_node.http.post("/webhooks/qrcode/pix", content=deep, headers=HEADERS)
+    assert answer.status_code == 400, answer.text
+
+
+def test_accounts_notifications_as_the_sandbox_and_batching_senders_write_them(
+    running_node: RunningNode,
+) -> None:
+    """No ``type`` beside ``data``, the type in ``data.webhookType`` (as the sandbox's
+    movements carry it); and a bare array of notifications, one item each."""
+    data = {
+        "id": "wt-1",
+        "status": "LIQUIDATED",
+        "payment": {"amount": "1.00"},
+        "webhookType": "TRANSFER",
+    }
+    _post(running_node, "/webhooks/accounts", json.dumps({"data": data}).encode())
+    batch = [
+        {"type": "TRANSFER", "data": {**data, "id": "arr-1"}},
+        {"type": "RECEIVE", "data": {**data, "id": "arr-2", "webhookType": "RECEIVE"}},
+    ]
+    assert _post(running_node, "/webhooks/accounts", json.dumps(batch).encode())["new"] == 2
+    running_node.wait_processed()
+    items = _items(running_node)
+    assert "/data/webhookType" in _warned(items["accounts:TRANSFER:wt-1:LIQUIDATED"])
+    assert "/" in _warned(items["accounts:RECEIVE:arr-2:LIQUIDATED"])
+    with session_scope(running_node.node.engine) as session:
+        found = session.execute(select(AccountMovement)).scalars()
+        rows = {row.reference: row.type for row in found}
+    assert rows == {"wt-1": "TRANSFER", "arr-1": "TRANSFER", "arr-2": "RECEIVE"}

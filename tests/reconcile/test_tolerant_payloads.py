@@ -804,3 +804,86 @@ def test_a_numeric_id_with_a_fraction_is_no_id(written: str) -> None:
     )
     with pytest.raises(PayloadInvalid):
         accounts_items(body)
+
+
+def _notification(name: str) -> dict[str, Any]:
+    # As the receiver hands it over: exact numbers.
+    sample = accounts_sample(name, "data").body
+    body: dict[str, Any] = json.loads(json.dumps(sample, default=str), parse_float=Decimal)
+    return body
+
+
+def test_a_bare_array_of_accounts_notifications_is_one_item_each() -> None:
+    transfer, receive = _notification("transfer.json"), _notification("receive.json")
+    listed = accounts_items([transfer, receive])
+    assert [i.key for i in listed] == [
+        "accounts:TRANSFER:98765:LIQUIDATED",
+        "accounts:RECEIVE:rcv-000123:LIQUIDATED",
+    ]
+    assert [json.loads(i.payload)["data"]["id"] for i in listed] == [98765, "rcv-000123"]
+    each = 'one notification {"type": ..., "data": {...}} (an array became one item each)'
+    assert all(_warnings(i)["/"] == each for i in listed)
+    # An entry without its key is kept whole beside the readable one, as in a data array.
+    keyless_entry = {"type": "TRANSFER", "data": {"status": "LIQUIDATED"}}
+    readable, kept = accounts_items([transfer, keyless_entry])
+    assert readable.key == "accounts:TRANSFER:98765:LIQUIDATED"
+    assert (kept.status, json.loads(kept.payload)) == ("unsupported", keyless_entry)
+    assert "/1" in _warnings(kept)
+    with pytest.raises(PayloadInvalid) as refused:
+        accounts_items([keyless_entry])
+    assert refused.value.violations is not None
+    assert refused.value.violations[0]["property"] == "/0/data"
+
+
+@pytest.mark.parametrize(("envelope", "name"), [("data", "webhookType"), ("payload", "type")])
+def test_an_accounts_type_inside_the_object_is_read_from_there(envelope: str, name: str) -> None:
+    """The sandbox's own notifications name their type in ``data.webhookType``; a body
+    without ``type`` beside ``data`` is read as that type, flagged where it was."""
+    data = {**_notification("transfer.json")["data"], "webhookType": None, name: "transfer"}
+    (item,) = accounts_items({envelope: data})
+    assert item.key == "accounts:TRANSFER:98765:LIQUIDATED"
+    assert _warnings(item)[f"/{envelope}/{name}"] == (
+        "the notification's type as type beside data (read from here); the type in capitals"
+        " (read as TRANSFER)"
+    )
+    (unknown,) = accounts_items({"data": {**data, name: "INVOICE"}})
+    assert unknown.key.startswith("unsupported:INVOICE:")
+
+
+def test_a_path_segment_naming_no_type_never_enters_a_key() -> None:
+    """``/webhooks/accounts/12345678909``: a CPF in an unsupported item's key would be shown
+    unmasked by every listing and log line naming the item."""
+    untyped = {"data": {"id": "x-1", "status": "LIQUIDATED"}}
+    for segment in (CPF, "123.456.789-09", "conta1"):
+        for body in (untyped, [1, 2], "text"):
+            (item,) = accounts_items(body, segment)
+            assert item.key.startswith("unsupported:UNKNOWN:"), (segment, body)
+            assert "12345678909" not in item.key
+    (flagged,) = accounts_items(untyped, CPF)
+    assert "/type" in _warnings(flagged)
+    # Documented paths keep their keys: a type the path names, known or not.
+    (invoice,) = accounts_items(untyped, "invoice")
+    assert invoice.key.startswith("unsupported:INVOICE:")
+    (transfer,) = accounts_items(untyped, "transfer")
+    assert transfer.key == "accounts:TRANSFER:x-1:LIQUIDATED"
+    # The type inside the object still reads it.
+    (inside,) = accounts_items({"data": {**untyped["data"], "webhookType": "RECEIVE"}}, CPF)
+    assert inside.key == "accounts:RECEIVE:x-1:LIQUIDATED"
+
+
+@pytest.mark.parametrize("envelope", ["data", "payload"])
+def test_pix_themselves_under_an_envelope_are_read_as_pix(envelope: str) -> None:
+    first, second = pix(e2e=e2e_id(1)), pix(e2e=e2e_id(2))
+    expected = f'{{"pix": [...]}}, one Pix object or an array of them, not under {envelope}'
+    for body, keys in (
+        ({envelope: [first, second]}, [f"pix:{e2e_id(1)}", f"pix:{e2e_id(2)}"]),
+        ({envelope: first}, [f"pix:{e2e_id(1)}"]),
+    ):
+        items = pix_callback_items(body)
+        assert [i.key for i in items] == keys
+        assert all(_warnings(i) == {f"/{envelope}": expected} for i in items)
+        assert json.loads(items[0].payload) == first
+    # Nothing of a Pix under the envelope, or an accounts notification posted here: as ever.
+    for other in ({envelope: {"ping": 1}}, {"type": "RECEIVE", envelope: first}):
+        (item,) = pix_callback_items(other)
+        assert item.status == "unsupported"
