@@ -322,9 +322,18 @@ def _form_json(body: bytes, flags: list[str]) -> tuple[str, Any] | None:
         )
     except ValueError:  # UnicodeDecodeError too
         return None
-    if len(fields) != 1 or fields[0][1].strip()[:1] not in ("{", "["):
+    if len(fields) != 1:
         return None
     text = fields[0][1]
+    document = _held_json(text, flags, "a JSON body (it came as the one field of a form)")
+    return None if document is None else (text, document)
+
+
+def _held_json(text: str, flags: list[str], how: str) -> dict[str, Any] | list[Any] | None:
+    """The object or array a text holds, read as a body is, with ``how`` it came added to
+    ``flags``; ``None`` when it holds none. Too deep is refused as a body would be."""
+    if text.strip()[:1] not in ("{", "["):
+        return None
     read: list[str] = []
     try:
         document = _loads(text, read)
@@ -332,8 +341,10 @@ def _form_json(body: bytes, flags: list[str]) -> tuple[str, Any] | None:
         raise Problem(400, "malformed-json", "JSON nested too deeply") from None
     except ValueError:
         return None
-    flags.extend(["a JSON body (it came as the one field of a form)", *read])
-    return text, document
+    if not isinstance(document, dict | list):
+        return None
+    flags.extend([how, *read])
+    return document
 
 
 def _unquoted(text: str, document: str, flags: list[str]) -> tuple[str, Any]:
@@ -341,19 +352,8 @@ def _unquoted(text: str, document: str, flags: list[str]) -> tuple[str, Any]:
     (``"{\\"pix\\": [...]}"``), and its text; the string and its text as they were when
     it holds no object or array. Its depth is bounded by the caller, as the body's is; it is
     no longer than the body."""
-    if document.strip()[:1] not in ("{", "["):
-        return text, document
-    read: list[str] = []
-    try:
-        inner = _loads(document, read)
-    except RecursionError:
-        raise Problem(400, "malformed-json", "JSON nested too deeply") from None
-    except ValueError:
-        return text, document
-    if not isinstance(inner, dict | list):
-        return text, document
-    flags.extend(["a JSON document (it came as a JSON string holding one)", *read])
-    return document, inner
+    inner = _held_json(document, flags, "a JSON document (it came as a JSON string holding one)")
+    return (text, document) if inner is None else (document, inner)
 
 
 def parse_json(request: Request, body: bytes, flags: list[str]) -> Any:
