@@ -15,6 +15,7 @@ from sqlalchemy import ColumnElement, Engine, and_, bindparam, func, or_, select
 from sqlmodel import col
 
 from reconcile.db import session_scope, table_of
+from reconcile.denied_claims import DENIED, record_denied
 from reconcile.handlers.accounts import api_return_cents
 from reconcile.handlers.automatico import calendar_of
 from reconcile.inbox import NewItem
@@ -40,7 +41,7 @@ from reconcile.payloads.automatico import (
     latest_update,
     rec_callback_items,
 )
-from reconcile.payloads.charges import charge_item
+from reconcile.payloads.charges import Charge, charge_item
 from reconcile.payloads.pix import api_pix_items
 from reconcile.payloads.tolerant import read_timestamp
 from reconcile.polling.store import OnNew, store_polled
@@ -1053,6 +1054,7 @@ def confirm_pending_claims(
     outcomes: list[dict[str, Any]] = []
     for claim in _claims(engine, model, now, limit):
         stated: dict[str, Any] = {}
+        api_cents: int | None = None
         try:
             found = _ask(api, model, claim.key)
         except NotFound:
@@ -1081,6 +1083,7 @@ def confirm_pending_claims(
             report.failed.append(claim.id)
         else:
             store_polled(engine, _api_items(model, found), on_new)
+            api_cents = _api_cents(model, found)
             status = str(found["status"])
             when = latest_update(status, _history(found))
             stated = {"confirmed_status": status, "confirmed_status_at": read_timestamp(when)}
@@ -1102,6 +1105,7 @@ def confirm_pending_claims(
         outcomes.append(
             {
                 "claim": claim,
+                "api_cents": api_cents,
                 "confirmation": outcome.value,
                 "confirmed_at": None if outcome is Confirmation.PENDING else now,
                 "next_check_at": check_at,
@@ -1112,12 +1116,25 @@ def confirm_pending_claims(
     return report
 
 
+def _api_cents(model: Claimed, found: dict[str, Any]) -> int | None:
+    """The amount the API states for the object, as its poll would store it; none when it
+    states none readable."""
+    if model is Recurrence:
+        cents = calendar_of(found).get("amount_cents")
+        return cents if isinstance(cents, int) else None
+    try:
+        return to_cents(Charge.model_validate(found).valor.original)
+    except (PayloadInvalid, ValueError, InvalidAmount):
+        return None
+
+
 def _record_claims(engine: Engine, model: Claimed, outcomes: list[dict[str, Any]]) -> None:
     table = table_of(model)
     with session_scope(engine) as session:
         for values in outcomes:
             claim: Claim = values.pop("claim")
-            session.execute(
+            api_cents = values.pop("api_cents")
+            recorded = session.execute(
                 update(table)
                 .where(
                     table.c.id == claim.id,
@@ -1127,6 +1144,9 @@ def _record_claims(engine: Engine, model: Claimed, outcomes: list[dict[str, Any]
                 )
                 .values(check_attempts=table.c.check_attempts + 1, **values)
             )
+            if recorded.rowcount and values["confirmation"] in DENIED:  # type: ignore[attr-defined]
+                # The row holds the latest state only: the denial is kept with its day.
+                record_denied(session, model, claim.id, api_cents, values["confirmed_at"])
 
 
 def waive_confirmation(engine: Engine) -> int:

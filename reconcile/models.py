@@ -503,6 +503,46 @@ class RecurringCharge(RecurringChargeBase, StatedByApi, LatestState, Confirmable
     __table_args__ = (UniqueConstraint("txid", name="uq_recurring_charge"),)
 
 
+class DeniedClaim(SQLModel, table=True):
+    """A Pix Automático notification the provider's API denied (unknown to it, or a state
+    it says the object never took), as it was when denied. ``recurrence`` and
+    ``recurring_charge`` keep only the latest state, which a later genuine notification
+    overwrites: the day the denied one is about must still show it when asked again
+    (``reconcile/matching/automatico.py``)."""
+
+    __tablename__ = "denied_claim"
+    __table_args__ = (
+        # One per notification: a replayed item denied again is the same claim.
+        UniqueConstraint("kind", "key", "inbox_item_id", name="uq_denied_claim"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    kind: str = Field(max_length=8, description="rec or cobr")
+    key: str = Field(max_length=35, description="idRec or txid")
+    status: str = Field(max_length=32, description="the status notified")
+    attempt_status: str | None = Field(
+        default=None, max_length=32, description="a charge's last attempt, as notified"
+    )
+    attempt_end_to_end_id: str | None = Field(default=None, max_length=32)
+    confirmation: str = Field(
+        max_length=24, description="status_mismatch, unconfirmed_webhook or unverifiable"
+    )
+    confirmed_status: str | None = Field(
+        default=None, max_length=32, description="the status the API stated, if it knew it"
+    )
+    amount_cents: int | None = Field(
+        default=None, sa_type=BigInteger, description="the recurrence's or the charge's"
+    )
+    claimed_at: datetime = Field(
+        sa_type=UtcDateTime,
+        index=True,
+        description="when the notification says its state came, never after it arrived: its day",
+    )
+    denied_at: datetime = Field(sa_type=UtcDateTime)
+    # Indexed: deleting an inbox item (retention) checks every table pointing at it.
+    inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger, index=True)
+
+
 class ExpectedPaymentBase(SQLModel):
     kind: str = Field(max_length=16, description="cob, cobv, cobr or invoice")
     ref: str = Field(max_length=100, description="txid, or the invoice id")

@@ -10,7 +10,7 @@ exceptions."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, or_, select
@@ -18,6 +18,7 @@ from sqlmodel import Session
 
 from reconcile.actions import COBR_REF, CREDIT_REF, REPEAT_REF, RETURN_REF
 from reconcile.db import table_of
+from reconcile.denied_claims import first_denied_attempts
 from reconcile.masking import mask_document, mask_name, mask_text
 from reconcile.models import (
     AccountMovement,
@@ -195,14 +196,29 @@ def _from_recurring_charges(
     session: Session, rows: list[dict[str, Any]], e2e: dict[int, str | None]
 ) -> None:
     """A recurring charge's notification names its ``txid``; the Pix is its last debit
-    attempt's, as notified (the one the notification is about)."""
+    attempt's, as notified (the one the notification is about): on a day the API denied
+    one, as that one named it, whatever later notifications of the charge named."""
     refs = {
         i: row["ref"].removeprefix(COBR_REF)
         for i, row in enumerate(rows)
         if row["subject"] == "recurrence" and row["ref"].startswith(COBR_REF)
     }
+    days = {i: day for i in refs if (day := _day_of(rows[i])) is not None}
+    denied = first_denied_attempts(session, {(refs[i], day) for i, day in days.items()})
     cobrs = table_of(RecurringCharge)
-    _pix_named(session, refs, cobrs.c.txid, cobrs.c.last_attempt_end_to_end_id, e2e)
+    live = {i: ref for i, ref in refs.items() if (ref, days.get(i)) not in denied}
+    _pix_named(session, live, cobrs.c.txid, cobrs.c.last_attempt_end_to_end_id, e2e)
+    for i, ref in refs.items():
+        if i not in live:
+            e2e[i] = denied[(ref, days[i])] or e2e.get(i)
+
+
+def _day_of(row: dict[str, Any]) -> date | None:
+    """The business day a listed exception is of (``date``, as a case row gives it)."""
+    day = row.get("date")
+    if isinstance(day, date):
+        return day
+    return date.fromisoformat(day) if isinstance(day, str) else None
 
 
 def _pix_named(

@@ -51,6 +51,7 @@ from reconcile.models import (
     BalanceSnapshot,
     CaseState,
     DeliveryItem,
+    DeniedClaim,
     ExceptionCase,
     ExpectedPayment,
     InboxItem,
@@ -99,6 +100,7 @@ RESULT_TABLES: tuple[type[SQLModel], ...] = (
     ExpectedPayment,
     StatementEntry,
     BalanceSnapshot,
+    DeniedClaim,
 )
 DOCUMENT, NAME, TEXT = "document", "name", "text"
 # The personal data of result rows: a payer's or debtor's CPF/CNPJ and name, and free

@@ -23,6 +23,7 @@ from reconcile.db import table_of
 from reconcile.matching.context import RunContext
 from reconcile.models import (
     Confirmation,
+    DeniedClaim,
     ExpectedPayment,
     InboxItem,
     ReconciliationItem,
@@ -291,21 +292,48 @@ def _claim_verdict(
     return None
 
 
-def judge_notified_claims(session: Session, ctx: RunContext) -> None:
-    """Each recurrence and recurring charge notified that the provider's API does not
-    stand behind: unknown to it, in a state it says the object never was in, or not yet
-    confirmed. Such a notification moves no money and changes no verdict (the matchers
-    count the API's state), but a notification the API denies may be a forgery — someone
-    holding the webhook's credentials, or a provider's mistake — and a person must know.
-    Judged on the day the notification is about; few rows, read one by one."""
+# What a notification claimed, as the verdict on it reads it.
+_Claim = tuple[str, str | None, str, datetime, int, int | None, str | None, str | None]
+
+
+def _denied_on(session: Session, ctx: RunContext) -> dict[str, _Claim]:
+    """The notifications about the day the API denied, kept as they were when denied
+    (``denied_claim``): a later notification of the same object, genuine, takes over its
+    row, and the day must answer as it did. The day's first denied notification of each
+    object is its verdict (the verdict's ``ref`` is the object's)."""
+    claims = table_of(DeniedClaim)
+    found: dict[str, _Claim] = {}
+    rows = session.execute(
+        select(
+            claims.c.kind,
+            claims.c.key,
+            claims.c.status,
+            claims.c.confirmed_status,
+            claims.c.confirmation,
+            claims.c.denied_at,
+            claims.c.inbox_item_id,
+            claims.c.amount_cents,
+            claims.c.attempt_status,
+            claims.c.attempt_end_to_end_id,
+        )
+        .where(ctx.within(claims.c.claimed_at))
+        .order_by(claims.c.id)
+    ).all()
+    for kind, key, *claim in rows:
+        found.setdefault(f"{kind}:{key}", tuple(claim))
+    return found
+
+
+def _pending_on(session: Session, ctx: RunContext) -> list[tuple[str, _Claim]]:
+    """The notifications about the day still waiting for the API's look-up, from the rows
+    that hold them."""
     recs, cobrs, inbox = table_of(Recurrence), table_of(RecurringCharge), table_of(InboxItem)
     charges = table_of(ExpectedPayment)
-    rows: list[dict[str, Any]] = []
-    for table, what, key, amount, joined in (
-        (recs, "recurrence", recs.c.id_rec, recs.c.amount_cents, recs),
+    found: list[tuple[str, _Claim]] = []
+    for table, key, amount, joined in (
+        (recs, recs.c.id_rec, recs.c.amount_cents, recs),
         (
             cobrs,
-            "recurring charge",
             cobrs.c.txid,
             charges.c.amount_cents,
             cobrs.outerjoin(charges, (charges.c.kind == "cobr") & (charges.c.ref == cobrs.c.txid)),
@@ -313,7 +341,7 @@ def judge_notified_claims(session: Session, ctx: RunContext) -> None:
     ):
         attempt = getattr(table.c, "last_attempt_status", None)
         e2e = getattr(table.c, "last_attempt_end_to_end_id", None)
-        found = session.execute(
+        rows = session.execute(
             select(
                 key,
                 table.c.status,
@@ -326,34 +354,52 @@ def judge_notified_claims(session: Session, ctx: RunContext) -> None:
                 e2e if e2e is not None else literal(None, String),
             )
             .select_from(joined.join(inbox, inbox.c.id == table.c.inbox_item_id))
-            .where(~table.c.confirmation.in_(Confirmation.counted()), _claimed_on(table, ctx))
+            .where(table.c.confirmation == Confirmation.PENDING.value, _claimed_on(table, ctx))
         ).all()
         prefix = "rec" if table is recs else "cobr"
-        states = _REC_STATES if table is recs else _COBR_STATES
-        for ref, status, stated, confirmation, updated_at, item_id, cents, tried, at in found:
-            verdict = _claim_verdict(confirmation, updated_at, ctx)
-            if verdict is None:
-                continue
-            last = (
-                f", its last attempt {in_words(_ATTEMPT_STATES, tried)} with endToEndId {at}"
-                if tried and at
-                else ""
-            )
-            notified = f"a {what} notified as {in_words(states, status)}{last}"
-            rows.append(
-                {
-                    "run_id": ctx.run_id,
-                    "subject": "recurrence",
-                    "ref": f"{prefix}:{ref}",
-                    "status": verdict[0],
-                    "exception": verdict[1],
-                    "reason": _claim_reason(notified, verdict, stated, status, states),
-                    "expected_cents": cents,
-                    "source": "webhook",
-                    "inbox_item_id": item_id,
-                    "priority": EXCEPTION_PRIORITY if verdict[1] else None,
-                }
-            )
+        found.extend((f"{prefix}:{ref}", tuple(claim)) for ref, *claim in rows)
+    return found
+
+
+def judge_notified_claims(session: Session, ctx: RunContext) -> None:
+    """Each recurrence and recurring charge notified that the provider's API does not
+    stand behind: unknown to it, in a state it says the object never was in, or not yet
+    confirmed. Such a notification moves no money and changes no verdict (the matchers
+    count the API's state), but a notification the API denies may be a forgery — someone
+    holding the webhook's credentials, or a provider's mistake — and a person must know.
+    Judged on the day the notification is about; few rows, read one by one. One the API
+    denied is the object's verdict that day whatever came after it; one still waiting
+    is, unless another of the day was denied."""
+    denied = _denied_on(session, ctx)
+    claims = list(denied.items()) + [c for c in _pending_on(session, ctx) if c[0] not in denied]
+    rows: list[dict[str, Any]] = []
+    for ref, claim in claims:
+        status, stated, confirmation, updated_at, item_id, cents, tried, at = claim
+        verdict = _claim_verdict(confirmation, updated_at, ctx)
+        if verdict is None:
+            continue
+        is_rec = ref.startswith("rec:")
+        what, states = ("recurrence", _REC_STATES) if is_rec else ("recurring charge", _COBR_STATES)
+        last = (
+            f", its last attempt {in_words(_ATTEMPT_STATES, tried)} with endToEndId {at}"
+            if tried and at
+            else ""
+        )
+        notified = f"a {what} notified as {in_words(states, status)}{last}"
+        rows.append(
+            {
+                "run_id": ctx.run_id,
+                "subject": "recurrence",
+                "ref": ref,
+                "status": verdict[0],
+                "exception": verdict[1],
+                "reason": _claim_reason(notified, verdict, stated, status, states),
+                "expected_cents": cents,
+                "source": "webhook",
+                "inbox_item_id": item_id,
+                "priority": EXCEPTION_PRIORITY if verdict[1] else None,
+            }
+        )
     if rows:
         session.execute(insert(table_of(ReconciliationItem)), rows)
 

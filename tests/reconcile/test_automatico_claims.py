@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, select, text
 
 from migrations.apply import upgrade
 from reconcile.confirmation import AutomaticoLookup, confirm_all, confirm_pending_claims
@@ -379,3 +379,178 @@ def test_the_migration_keeps_what_was_stored_before_it_as_judged(blank_url: str)
         ).one()
     engine.dispose()
     assert tuple(row) == ("confirmed", "CANCELADA")
+
+
+NEXT = PAST + timedelta(days=1)
+FORGED_E2E = "E12345678202603101300forgedpaga1"
+REJECTED_E2E = "E12345678202603100900rejeitada01"
+
+
+def _claim_then_genuine(engine: Engine, book: DayBook, kind: str) -> tuple[Api, str, Any]:
+    """The API's object as it stands on the day, a notification of it the API denies that
+    day, and what the object becomes the next day (the API's, to be notified genuinely)."""
+    api = Api()
+    api.recs[REC] = _rec(book)
+    if kind == "rec":
+        _polled(engine, rec=api.recs[REC])
+        _notified(engine, rec=_rec(book, "CANCELADA", CANCELADA="06:30"))
+        cancelled = _rec(book, "CANCELADA")
+        cancelled["atualizacao"].append(
+            {"status": "CANCELADA", "data": book.at("08:00", NEXT).isoformat()}
+        )
+        return api, f"rec:{REC}", cancelled
+    # A charge due the next day, awaiting its debit: notified paid today, by an attempt
+    # the API never made; paid for real the next day.
+    waiting = _cobr(book, "ATIVA")
+    waiting["calendario"]["dataDeVencimento"] = NEXT.isoformat()
+    waiting["atualizacao"] = waiting["atualizacao"][:2]
+    waiting["tentativas"] = []
+    api.cobrs[COBR] = waiting
+    _polled(engine, rec=api.recs[REC], cobr=waiting)
+    forged = _cobr(book)
+    forged["tentativas"][0]["endToEndId"] = FORGED_E2E
+    # Two attempts: with the one the genuine notification names, it would be the same
+    # item under the same key (how far collection went), a repeat.
+    rejected = {**forged["tentativas"][0], "status": "REJEITADA", "endToEndId": REJECTED_E2E}
+    forged["tentativas"].insert(0, rejected)
+    _notified(engine, cobr=forged)
+    paid = _cobr(book)
+    paid["calendario"]["dataDeVencimento"] = NEXT.isoformat()
+    paid["atualizacao"][2]["data"] = book.at("10:00", NEXT).isoformat()
+    paid["tentativas"][0]["dataLiquidacao"] = NEXT.isoformat()
+    return api, f"cobr:{COBR}", paid
+
+
+def _as_shown(engine: Engine, result: NightlyResult, ref: str) -> tuple[Any, ...]:
+    """The exception as a person reads it: how much, why, and what finds it."""
+    verdict = verdicts_of(engine, result)[("recurrence", ref)]
+    (case,) = [c for c in result.report["exceptions"] if c["ref"] == ref]
+    return (
+        verdict.status,
+        verdict.exception,
+        verdict.expected_cents,
+        verdict.reason,
+        verdict.inbox_item_id,
+        case["txid"],
+        case["end_to_end_id"],
+    )
+
+
+@pytest.mark.parametrize("kind", ["rec", "cobr"])
+def test_a_denied_claim_stays_its_days_exception_after_a_genuine_one(
+    engine: Engine, kind: str
+) -> None:
+    """The object's row keeps only its latest state: a genuine notification the next day
+    takes it over. Asked again, the day of the denied notification still shows it, as it
+    did; the next day judges the genuine one, which the API stands behind."""
+    book = _quiet_day(engine)
+    api, ref, genuine = _claim_then_genuine(engine, book, kind)
+    _look_up(engine, api)
+    first = reconcile_day(engine, PAST, now=AFTER)
+    shown = _as_shown(engine, first, ref)
+    assert shown[:3] == ("status_mismatch", True, 2_990)
+    if kind == "rec":
+        assert shown[3].startswith(
+            "a recurrence notified as cancelled (CANCELADA), but the provider's API "
+            "contradicts it: it states it is approved by the payer (APROVADA)"
+        )
+    else:
+        assert shown[3].startswith(
+            "a recurring charge notified as paid (CONCLUIDA), its last attempt paid (PAGA) "
+            f"with endToEndId {FORGED_E2E}, but the provider's API contradicts it: it "
+            "states it is awaiting its debit (ATIVA)"
+        )
+        assert shown[5:] == (COBR, FORGED_E2E)
+    assert first.verdict is DayVerdict.BREAKS
+
+    if kind == "rec":
+        api.recs[REC] = genuine
+        _notified(engine, rec=genuine)
+    else:
+        api.cobrs[COBR] = genuine
+        _notified(engine, cobr=genuine)
+    _look_up(engine, api)
+    with session_scope(engine) as session:
+        model = Recurrence if kind == "rec" else RecurringCharge
+        (confirmation,) = session.execute(select(model.confirmation)).one()  # type: ignore[call-overload]
+    assert confirmation == "confirmed"
+
+    later = AFTER + timedelta(days=1)
+    again = reconcile_day(engine, PAST, now=later)
+    assert _as_shown(engine, again, ref) == shown
+    assert again.verdict is DayVerdict.BREAKS
+    next_day = reconcile_day(engine, NEXT, now=later)
+    assert ref not in {r for s, r in verdicts_of(engine, next_day) if s == "recurrence"}
+
+
+def test_a_claim_still_waiting_on_the_day_of_a_denied_one_adds_no_verdict(
+    engine: Engine,
+) -> None:
+    """One verdict per object a day: the notification the API denied, whatever else of the
+    day still waits for its look-up."""
+    book = _quiet_day(engine)
+    api, ref, _ = _claim_then_genuine(engine, book, "rec")
+    _look_up(engine, api)
+    _notified(engine, rec=_rec(book, "CANCELADA", CANCELADA="09:00"))
+    result = reconcile_day(engine, PAST, now=AFTER)
+    verdict = verdicts_of(engine, result)[("recurrence", ref)]
+    assert (verdict.status, verdict.exception) == ("status_mismatch", True)
+    assert "approved by the payer (APROVADA)" in verdict.reason
+
+
+def test_the_migration_keeps_the_claims_denied_before_it(blank_url: str) -> None:
+    """Claims the API denied before their table existed are copied in, with their day: a
+    past day re-run after the upgrade shows the exceptions it showed before."""
+    engine = create_db_engine(blank_url)
+    upgrade(engine, "0034")
+    at = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
+    with engine.begin() as connection:
+        item = connection.execute(
+            text(
+                "INSERT INTO inbox_item (source, kind, key, payload, status, received_at, "
+                "last_seen_at, webhook_count, poll_count, attempts) VALUES ('webhook', 'cobr', "
+                "'cobr:C1:CONCLUIDA:1', '{}', 'processed', :received, :received, 1, 0, 1) "
+                "RETURNING id"
+            ),
+            {"received": at + timedelta(minutes=1)},
+        ).scalar_one()
+        connection.execute(
+            text(
+                "INSERT INTO recurring_charge (txid, status, attempts, last_attempt_status, "
+                "last_attempt_end_to_end_id, status_at, rank, inbox_item_id, updated_at, "
+                "confirmation, confirmed_status, confirmed_at, check_attempts) VALUES ('C1', "
+                "'CONCLUIDA', 1, 'PAGA', 'E1', :at, 1, :item, :at, 'status_mismatch', "
+                "'ATIVA', :at, 1)"
+            ),
+            {"item": item, "at": at},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO expected_payment (kind, ref, amount_cents, status, rank, "
+                "inbox_item_id, updated_at) VALUES ('cobr', 'C1', 2990, 'ATIVA', 0, :item, :at)"
+            ),
+            {"item": item, "at": at},
+        )
+    upgrade(engine)
+    with engine.connect() as connection:
+        row = connection.execute(
+            text(
+                "SELECT kind, key, status, attempt_status, attempt_end_to_end_id, "
+                "confirmation, confirmed_status, amount_cents, claimed_at, inbox_item_id "
+                "FROM denied_claim"
+            )
+        ).one()
+    engine.dispose()
+    assert tuple(row[:8]) == (
+        "cobr",
+        "C1",
+        "CONCLUIDA",
+        "PAGA",
+        "E1",
+        "status_mismatch",
+        "ATIVA",
+        2_990,
+    )
+    claimed = row[8] if isinstance(row[8], datetime) else datetime.fromisoformat(row[8])
+    assert claimed.replace(tzinfo=claimed.tzinfo or UTC) == at
+    assert row[9] == item
