@@ -11,7 +11,7 @@ one batch a pass: the cases behind a batch of failing ones waited forever.
 every other confirmed row's are; existing rows have none and are due at once.
 
 Revision ID: 0034
-Revises: 0032
+Revises: 0033
 Create Date: 2026-11-28
 """
 

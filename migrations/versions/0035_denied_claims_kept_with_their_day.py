@@ -10,7 +10,7 @@ when the API denied it, with the instant that makes its day (``claimed_at``).
 The rows denied before this revision are copied in as they stand, so that a past day
 re-run after the upgrade reads the exceptions it read before.
 
-Revision ID: 0036
+Revision ID: 0035
 Revises: 0034
 Create Date: 2026-11-28
 """
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 import sqlmodel.sql.sqltypes
 from alembic import op
 
-revision: str = "0036"
+revision: str = "0035"
 down_revision: str | None = "0034"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
