@@ -26,6 +26,7 @@ from reconcile.models import (
     ReconciliationItem,
     ReconciliationRun,
 )
+from reconcile.priorities import URGENT_PRIORITY
 
 COMPLETED = "completed"
 
@@ -215,6 +216,36 @@ def list_cases(
         .offset((max(query.page, 1) - 1) * page_size)
     )
     return [dict(row._mapping) for row in session.execute(stmt)], int(total)
+
+
+def urgent_med_cases(session: Session, day: date, today: date) -> set[str]:
+    """The MED cases of ``day`` whose remaining exception is priority 1 as of ``today``,
+    judged as the exceptions list judges it: the day's MED table flags what the work
+    queue puts first, not another reading of the deadline."""
+    cases, items = table_of(ExceptionCase), table_of(ReconciliationItem)
+    newest = _newest_runs()
+    priority = priority_as_of(items, today)
+    stmt = (
+        select(cases.c.ref)
+        .select_from(
+            cases.join(newest, newest.c.business_date == cases.c.business_date).join(
+                items,
+                and_(
+                    items.c.run_id == newest.c.run_id,
+                    items.c.subject == cases.c.subject,
+                    items.c.ref == cases.c.ref,
+                    items.c.status == cases.c.status,
+                ),
+            )
+        )
+        .where(
+            cases.c.business_date == day,
+            cases.c.subject == "infraction",
+            cases.c.state.in_(STATE_FILTERS["remaining"]),
+            priority == URGENT_PRIORITY,
+        )
+    )
+    return {str(ref) for ref in session.execute(stmt).scalars()}
 
 
 def case_facets(session: Session, query: CaseQuery) -> dict[str, list[str]]:

@@ -23,6 +23,7 @@ from dashboard.queries import (
     list_cases,
     reconciled_days,
     remaining_case_states,
+    urgent_med_cases,
     verdict_of,
 )
 from reconcile.actions import suggested_action
@@ -71,6 +72,11 @@ def day_page(session: Session, reports: Reports, day: date) -> dict[str, Any]:
     if report is not None:
         # Live: people act on cases after the run that raised them.
         context["open_exceptions"] = len(remaining_case_states(session, day))
+        # Judged as of today, as the exceptions list is: a case left open nears its
+        # deadline after the run that listed it.
+        context["urgent_med"] = (
+            urgent_med_cases(session, day, today()) if report.get("med") else set()
+        )
     return context
 
 

@@ -59,3 +59,15 @@ def test_an_open_med_case_near_its_deadline_is_shown_as_urgent(
     assert "urgent" not in html.unescape(far)
     # First seen yesterday: one day, not "1 days".
     assert "(1 day ago)" in html.unescape(near)
+
+    # The day's MED table flags the same case, as of today, and only that one.
+    day = html.unescape(client.get(f"/dashboard/?date={yesterday.isoformat()}").text)
+    med_rows = {
+        ref: row
+        for row in re.findall(r"<tr><td><code>.*?</tr>", day, re.S)
+        for ref in ("med-near", "med-far")
+        if f">{ref}<" in row
+    }
+    assert set(med_rows) == {"med-near", "med-far"}
+    assert "urgent" in med_rows["med-near"]
+    assert "urgent" not in med_rows["med-far"]
