@@ -422,8 +422,8 @@ def set_state(
     session.add(
         CaseEvent(
             case_id=case_id,
-            # Acknowledging a resolved case from the command line reopens it: the audit
-            # must say so, as the dashboard's reopen does.
+            # A closed case put back among the remaining ones is reopened, whatever state
+            # it is given: the audit must say so, as the dashboard's reopen does.
             action=REOPEN
             if found.state in CLOSED_STATES and state != CaseState.RESOLVED
             else ACTIONS[state],

@@ -23,7 +23,15 @@ from pixrecon.commands.common import (
     known_id,
 )
 from pixrecon.report import exceptions_table, human_table
-from reconcile.cases import CaseNotFound, NoteRequired, case_events, case_rows, set_state
+from reconcile.cases import (
+    APPLIES_TO,
+    CaseChanged,
+    CaseNotFound,
+    NoteRequired,
+    case_events,
+    case_rows,
+    set_state,
+)
 from reconcile.db import session_scope
 from reconcile.exports.runs import latest_completed_run
 from reconcile.exports.table import NotReconciled
@@ -34,7 +42,7 @@ from reconcile.settings import get_settings
 from reconcile.timeutil import as_utc, business_today
 
 exceptions_app = typer.Typer(
-    help="Open exceptions: list them, acknowledge or resolve them with a note.",
+    help="Open exceptions: list them, acknowledge, resolve (with a note) or reopen them.",
     invoke_without_command=True,
 )
 
@@ -91,19 +99,40 @@ def _judged_or_exit(engine: Engine, day: date) -> None:
         raise fail(str(exc)) from None
 
 
+def _refusal(case_id: int, state: CaseState, was: str) -> str:
+    """Why an action does not apply to a case as it stands, and what would."""
+    if state is CaseState.OPEN:
+        return f"case {case_id} is {was}, not resolved or cleared: nothing to reopen"
+    verb = "acknowledged" if state is CaseState.ACKNOWLEDGED else "resolved"
+    if was == CaseState.RESOLVED.value and state is CaseState.RESOLVED:
+        # A second resolve would silently replace how the case was resolved.
+        return (
+            f"case {case_id} is already resolved: nothing changed (its note stays); "
+            f"`pixrecon exceptions history {case_id}` shows how"
+        )
+    return (
+        f"case {case_id} is {was}: it cannot be {verb}, nothing changed; "
+        f"`pixrecon exceptions reopen {case_id}` puts it back among the remaining ones"
+    )
+
+
 def _set(case_id: int, state: CaseState, note: str | None) -> None:
     engine = database_or_exit(get_settings(), auto_upgrade=False)
     with session_scope(engine) as session:
         before = session.get(ExceptionCase, case_id)
         was = before.state if before is not None else None
         try:
-            case = set_state(session, case_id, state, note)
+            # The dashboard's rule: acknowledge and resolve apply to a remaining case,
+            # reopen to a closed one; anything else changes nothing and says so.
+            case = set_state(session, case_id, state, note, expect=APPLIES_TO[state])
         except CaseNotFound:
             raise fail(f"no exception case {case_id}") from None
         except NoteRequired:
             raise fail("resolving a case needs --note: say how it was resolved") from None
-        # A person must see what their command changed: acknowledging a resolved case
-        # puts it back among the remaining ones, and a second resolve replaces the note.
+        except CaseChanged as changed:
+            raise fail(_refusal(case_id, state, changed.state)) from None
+        # A person must see what their command changed: a second acknowledgement
+        # replaces the note.
         if was == case.state:
             replaced = "; its note is the one given now" if note else ""
             said = f"case {case.id} was already {case.state}{replaced}"
@@ -123,7 +152,8 @@ def acknowledge(
     ],
     note: Annotated[str | None, typer.Option(help="what is being done")] = None,
 ) -> None:
-    """Acknowledge a case: someone is on it (it still counts as remaining)."""
+    """Acknowledge an open or acknowledged case: someone is on it (it still counts as
+    remaining). A resolved or cleared case is refused (exit 2): reopen it first."""
     _set(case_id, CaseState.ACKNOWLEDGED, note)
 
 
@@ -134,8 +164,21 @@ def resolve(
     ],
     note: Annotated[str, typer.Option(help="how it was resolved")],
 ) -> None:
-    """Resolve a case with a note; re-running the day keeps it resolved."""
+    """Resolve an open or acknowledged case with a note; re-running the day keeps it
+    resolved. A case already resolved (or cleared) is refused (exit 2), its note kept."""
     _set(case_id, CaseState.RESOLVED, note)
+
+
+@exceptions_app.command("reopen")
+def reopen(
+    case_id: Annotated[
+        int, typer.Argument(metavar="ID", help="case id", callback=known_id("exception case"))
+    ],
+    note: Annotated[str | None, typer.Option(help="why it is not done")] = None,
+) -> None:
+    """Reopen a resolved or cleared case: it is among the remaining ones again (recorded
+    as ``reopen``). A case still open or acknowledged is refused (exit 2)."""
+    _set(case_id, CaseState.OPEN, note)
 
 
 @exceptions_app.command("history")

@@ -130,11 +130,32 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
         json.loads(run_pixrecon("exceptions", "--format", "json", env=env, cwd=tmp_path).stdout)
         == []
     )
-    # Whoever acknowledges it afterwards is told it is back among the remaining ones.
-    reopened = run_pixrecon("exceptions", "ack", case_id, env=env, cwd=tmp_path)
-    assert f"case {case_id} was resolved; it is acknowledged now, remaining again" in " ".join(
+    # Resolved is done: resolving it again, or acknowledging it, is refused in one line
+    # and changes nothing — neither its note nor its history.
+    for again_args, said in (
+        (("resolve", case_id, "--note", "another story"), "is already resolved: nothing changed"),
+        (("ack", case_id, "--note", "on it"), f"exceptions reopen {case_id}"),
+    ):
+        refused = run_pixrecon("exceptions", *again_args, env=env, cwd=tmp_path)
+        assert refused.returncode == 2, refused.stdout
+        assert said in " ".join(refused.stderr.split())
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert refused.stdout == ""
+    kept = json.loads(
+        run_pixrecon("exceptions", "--all", "--format", "json", env=env, cwd=tmp_path).stdout
+    )
+    assert [(c["state"], c["note"]) for c in kept] == [("resolved", "customer paid the cent")]
+    # Reopening puts it back among the remaining ones, and says so.
+    reopened = run_pixrecon("exceptions", "reopen", case_id, env=env, cwd=tmp_path)
+    assert reopened.returncode == 0, reopened.stderr
+    assert f"case {case_id} was resolved; it is open now, remaining again" in " ".join(
         reopened.stdout.split()
     )
+    not_closed = run_pixrecon("exceptions", "reopen", case_id, env=env, cwd=tmp_path)
+    assert not_closed.returncode == 2
+    assert "nothing to reopen" in not_closed.stderr
+    acked = run_pixrecon("exceptions", "ack", case_id, env=env, cwd=tmp_path)
+    assert f"case {case_id} is now acknowledged (was open)" in " ".join(acked.stdout.split())
     twice = run_pixrecon("exceptions", "ack", case_id, "--note", "x", env=env, cwd=tmp_path)
     assert f"case {case_id} was already acknowledged; its note is the one given now" in " ".join(
         twice.stdout.split()
@@ -148,6 +169,7 @@ def test_exceptions_give_exit_one_export_and_a_resolution_sticks(
     assert [(e["action"], e["previous_state"], e["note"]) for e in events] == [
         ("resolve", "open", "customer paid the cent"),
         ("reopen", "resolved", None),
+        ("acknowledge", "open", None),
         ("acknowledge", "acknowledged", "x"),
     ]
     assert all(e["actor"].startswith("cli:") for e in events)
