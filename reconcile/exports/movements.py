@@ -1,6 +1,7 @@
 """The day's reconciled verdicts: every ``reconciliation_item`` row of its latest completed
 run (a movement, charge, payout, MED case or statement line each), and for a Pix received
-its ``txid`` and payer, masked.
+its ``txid`` and payer, masked; for a notification repeated with other money
+(``repeat:{inbox key}``), those of the Pix the repeat repeats, as the exceptions list gives them.
 
 ``key`` is ``{subject}:{ref}``. A ``ref`` is already a global id of its subject (a Pix's
 endToEndId, a refund's rtrId, ``cob:{txid}``, a payout's idempotency key, a MED case id, a
@@ -16,17 +17,20 @@ reconciled again meanwhile (the newer run replaces these verdicts), the export s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import date
 from typing import Any
 
 from sqlalchemy import Engine, Select, and_, func, select, tuple_
+from sqlmodel import Session
 
+from reconcile.actions import REPEAT_REF
 from reconcile.db import session_scope, table_of
 from reconcile.exports.cells import masked
 from reconcile.exports.runs import DayRun, latest_completed_run
 from reconcile.exports.table import CHUNK, Row, RunReplaced, Table
 from reconcile.models import PixReceived, ReconciliationItem, StatementEntry
+from reconcile.references import add_references
 
 MOVEMENT_COLUMNS = (
     "key",
@@ -90,17 +94,19 @@ def _rows(engine: Engine, run: DayRun) -> Iterator[Row]:
     while True:
         with session_scope(engine) as session:
             chunk = session.execute(_chunk(run.run_id, after)).all()
+            repeated = _repeated(session, chunk)
         for found in chunk:
             values = found._mapping
+            named = repeated.get(found.ref, values)
             row: Row = {
                 "key": f"{found.subject}:{found.ref}",
                 "date": run.day,
                 **{name: values[name] for name in _FROM_ITEM},
-                "txid": found.txid,
+                "txid": named["txid"],
             }
             row["reason"] = masked("reason", found.reason)
-            row["payer_document"] = masked("payer_document", found.payer_document)
-            row["payer_name"] = masked("payer_name", found.payer_name)
+            row["payer_document"] = masked("payer_document", named["payer_document"])
+            row["payer_name"] = masked("payer_name", named["payer_name"])
             yield row
         emitted += len(chunk)
         if len(chunk) < CHUNK:
@@ -108,6 +114,21 @@ def _rows(engine: Engine, run: DayRun) -> Iterator[Row]:
         after = (chunk[-1].subject, chunk[-1].ref)
     if emitted != run.items:
         raise RunReplaced(run.day.isoformat())
+
+
+def _repeated(session: Session, chunk: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """A repeat's row names the movement it repeats only in its ref: the ``txid`` and
+    payer a person looks it up by are that movement's (the few repeats of a chunk, looked
+    up as every exceptions list looks them up)."""
+    rows = [
+        {"subject": found.subject, "ref": found.ref}
+        for found in chunk
+        if found.subject == "movement" and found.ref.startswith(REPEAT_REF)
+    ]
+    if not rows:
+        return {}
+    add_references(session, rows)
+    return {row["ref"]: row for row in rows}
 
 
 def movement_table(engine: Engine, day: date) -> Table:

@@ -17,6 +17,7 @@ from sqlmodel import col
 from reconcile.cases import case_rows
 from reconcile.db import session_scope
 from reconcile.exports.exceptions import exception_table
+from reconcile.exports.movements import movement_table
 from reconcile.inbox import (
     CONFLICTING_REPEAT,
     Delivery,
@@ -288,3 +289,30 @@ def test_an_item_flagged_before_its_time_was_kept_stays_without_one(engine: Engi
     _by_items(engine, [_pix("7.00")], T0 + timedelta(minutes=2))
     item = _item(engine, KEY)
     assert (item.conflicted_at, item.conflict_amount_cents, _flags(item)) == (None, None, 1)
+
+
+def test_the_movements_export_names_the_pix_a_repeat_repeats(engine: Engine) -> None:
+    """A finance tool looks a row up by its txid and payer: a repeat's row carries those
+    of the Pix it repeats, the payer masked as on every other row."""
+    book = DayBook(engine, PAST)
+    e2e = book.pix(
+        15_000,
+        "10:00",
+        txid="pedido42repeatdoexemplo0001",
+        payer={"cpf": "39053344705", "nome": "Maria da Silva"},
+    )
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 15_000, "10:00", credit=True, endToEndId=e2e)
+    _notify_again(book, e2e, "500.00", received=book.at("15:00"))
+    reconcile_day(engine, PAST, now=AFTER)
+
+    rows = {row["ref"]: row for row in movement_table(engine, PAST).rows}
+    pix, repeat = rows[e2e], rows[f"repeat:pix:{e2e}"]
+    assert pix["txid"] == "pedido42repeatdoexemplo0001"
+    assert (repeat["txid"], repeat["payer_document"], repeat["payer_name"]) == (
+        pix["txid"],
+        pix["payer_document"],
+        pix["payer_name"],
+    )
+    assert repeat["payer_document"] == "*********05"
+    assert "Maria" not in str(repeat["payer_name"])
