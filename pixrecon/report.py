@@ -5,12 +5,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from datetime import date
 from typing import Any, TextIO
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
+from rich.text import Text
 
 from reconcile.cases import iter_case_rows
 from reconcile.db import session_scope
@@ -29,12 +33,35 @@ VERDICT_WORDS = {
 }
 
 
-def human_table(*headers: str, title: str | None = None) -> Table:
-    """A table that wraps rather than truncates: an endToEndId or an amount cut to ``…``
-    is information lost, so every column folds at narrow widths."""
+# Holds the space of ``R$ 1.234,56`` while a text is wrapped: one cell wide and no
+# whitespace to rich, so the line never breaks there; written back as a space.
+_AMOUNT_SPACE = "\u2800"
+
+
+class WholeAmounts:
+    """Markup that wraps as any text does, except inside an amount: rich breaks lines at
+    any space, a no-break space included, and ``R$`` at the end of one line with its
+    figure on the next reads as two values."""
+
+    def __init__(self, markup: str) -> None:
+        self._text = Text.from_markup(markup.replace("R$ ", "R$" + _AMOUNT_SPACE))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for segment in console.render(self._text, options):
+            yield Segment(segment.text.replace(_AMOUNT_SPACE, " "), segment.style, segment.control)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self._text)
+
+
+def human_table(*headers: str, title: str | None = None, amounts: Collection[str] = ()) -> Table:
+    """A table that wraps rather than truncates: an endToEndId cut to ``…`` is
+    information lost, so every column folds at narrow widths. The columns named in
+    ``amounts`` hold ``R$ 1.234,56`` and never wrap: ``R$`` on one line and the figure on
+    the next, or a figure cut in two, is misread; the other columns give way first."""
     table = Table(title=title, title_justify="left")
     for header in headers:
-        table.add_column(header, overflow="fold")
+        table.add_column(header, overflow="fold", no_wrap=header in amounts)
     return table
 
 
@@ -66,7 +93,9 @@ def _bridge(report: dict[str, Any]) -> Table:
     show_difference = any(row["difference_cents"] for row in rows)
     headers = ["", "webhook", "API", "statement"]
     headers += ["carried"] * show_carried + ["difference"] * show_difference
-    table = human_table(*headers, title="From the opening to the closing balance")
+    table = human_table(
+        *headers, title="From the opening to the closing balance", amounts=headers[1:]
+    )
     blank = [""] * (len(headers) - 4)
 
     def line(label: str, statement: str) -> None:
@@ -90,6 +119,15 @@ def _bridge(report: dict[str, Any]) -> Table:
     return table
 
 
+def _med_summary(med: dict[str, Any]) -> WholeAmounts:
+    # Said above the table, not as its title: a title wraps wherever rich likes.
+    return WholeAmounts(
+        f"MED: {med['open_cases']} open, {brl(med['at_risk_cents'])} at risk "
+        f"({brl(med['blocked_cents'])} blocked); {brl(med['debited_cents'])} debited "
+        "by cases closed this day"
+    )
+
+
 def _med(med: dict[str, Any]) -> Table:
     table = human_table(
         "case",
@@ -98,11 +136,7 @@ def _med(med: dict[str, Any]) -> Table:
         "blocked",
         "debited",
         "deadline",
-        title=(
-            f"MED: {med['open_cases']} open, {brl(med['at_risk_cents'])} at risk "
-            f"({brl(med['blocked_cents'])} blocked); {brl(med['debited_cents'])} debited "
-            "by cases closed this day"
-        ),
+        amounts=("amount", "blocked", "debited"),
     )
     for case in med["cases"]:
         table.add_row(
@@ -200,11 +234,15 @@ def exceptions_table(
     ``wide`` gives every field its own column. ``today``: for a work list read today, a
     last day to refund that has gone by says so (a day's report reads as of its end)."""
     if wide:
-        table = human_table(*(header for header, _ in EXCEPTION_COLUMNS_WIDE), title=title)
+        table = human_table(
+            *(header for header, _ in EXCEPTION_COLUMNS_WIDE),
+            title=title,
+            amounts=[h for h, key in EXCEPTION_COLUMNS_WIDE if key.endswith("_cents")],
+        )
         for case in cases:
             table.add_row(*(_cell(key, case.get(key)) for _, key in EXCEPTION_COLUMNS_WIDE))
         return table
-    table = human_table("case", "exception", "amounts", title=title)
+    table = human_table("case", "exception", "amounts", title=title, amounts=("amounts",))
     if any(case.get("priority") == URGENT_PRIORITY for case in cases):
         # A mark nobody explains reads as noise.
         table.caption, table.caption_justify = URGENT_MARK, "left"
@@ -224,7 +262,7 @@ def exceptions_table(
             about.append(f"note: {escape(case['note'])}")
         table.add_row(
             f"{case['case_id']}{urgent}\n{_age(case)}",
-            "\n".join(about),
+            WholeAmounts("\n".join(about)),
             f"expected\n{brl(case['expected_cents'])}\nactual\n{brl(case['actual_cents'])}",
         )
     return table
@@ -249,10 +287,17 @@ def print_report(result: NightlyResult, console: Console) -> None:
     console.print(_bridge(report))
     med = report["med"]
     if med["cases"]:
+        console.print(_med_summary(med))
         console.print(_med(med))
     if report["pending"]:
         table = human_table(
-            "subject", "ref", "amount", "becomes a break at", "why", title="Pending"
+            "subject",
+            "ref",
+            "amount",
+            "becomes a break at",
+            "why",
+            title="Pending",
+            amounts=("amount",),
         )
         for item in report["pending"]:
             table.add_row(
@@ -260,7 +305,7 @@ def print_report(result: NightlyResult, console: Console) -> None:
                 escape(item["ref"]),
                 brl(item["amount_cents"]),
                 sp_time(item["due_at"]) if item["due_at"] else "when the provider answers",
-                escape(item["reason"]),
+                WholeAmounts(escape(item["reason"])),
             )
         console.print(table)
     for direction, title in (
@@ -268,7 +313,7 @@ def print_report(result: NightlyResult, console: Console) -> None:
         ("carried_out", "Carried out to the next day"),
     ):
         if report[direction]:
-            table = human_table("subject", "ref", "amount", title=title)
+            table = human_table("subject", "ref", "amount", title=title, amounts=("amount",))
             for item in report[direction]:
                 table.add_row(item["subject"], escape(item["ref"]), brl(item["amount_cents"]))
             console.print(table)
@@ -286,7 +331,7 @@ def print_report(result: NightlyResult, console: Console) -> None:
     console.print(deliveries_table(report.get("deliveries", {})))
     for reason in report["incomplete_because"]:
         console.print(f"[red]not read:[/] {escape(reason)}")
-    console.print(f"{_verdict_line(report)} (exit code {result.exit_code})")
+    console.print(WholeAmounts(f"{_verdict_line(report)} (exit code {result.exit_code})"))
 
 
 def _verdict_line(report: dict[str, Any]) -> str:

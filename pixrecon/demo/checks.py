@@ -210,8 +210,10 @@ def self_checks(engine: Engine, result: NightlyResult, outcome: ScenarioOutcome)
 def checks_table(section: Section) -> Table:
     table = Table(title=section.title, title_justify="left")
     table.add_column("", overflow="fold")
-    table.add_column("pixrecon", justify="right", overflow="fold")
-    table.add_column("sandbox says", justify="right", overflow="fold")
+    # Figures never wrap (``R$`` apart from its amount reads as two values): the labels
+    # give way first.
+    table.add_column("pixrecon", justify="right", overflow="fold", no_wrap=True)
+    table.add_column("sandbox says", justify="right", overflow="fold", no_wrap=True)
     table.add_column("", justify="center")
     for check in section.checks:
         mark = "✓" if check.ok else "[bold red]✗[/]"

@@ -174,3 +174,25 @@ def test_the_mark_of_an_urgent_case_is_said_below_the_table() -> None:
     assert re.search(r"^│ 7 !", urgent, re.M)
     assert "! urgent (priority 1)" in " ".join(urgent.split())
     assert "!" not in shown(2)
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_an_amount_is_never_split_across_lines(engine: Engine, width: int) -> None:
+    """Ten-digit reais in a narrow terminal: ``R$`` stays with its figure and the figure
+    stays whole, in the bridge, the exceptions and the MED table alike; the labels and
+    references give way instead."""
+    book = DayBook(engine, DAY)
+    txid = "cobpedidograndeoverpaid0000001"
+    book.charge("cob", txid, 123_456_789_000, "08:00", expiracao=86_400)
+    e2e = book.pix(123_456_789_012, "09:00", txid=txid)
+    book.pix(987_654_321_098, "09:30")
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 123_456_789_012, "09:00", credit=True, endToEndId=e2e)
+    result = reconcile_day(engine, DAY, now=business_day_bounds(DAY)[1] + timedelta(hours=2))
+    console = Console(width=width, record=True, color_system=None)
+    print_report(result, console)
+    lines = console.export_text().splitlines()
+    for amount in ("R$ 1.234.567.890,12", "R$ 1.234.567.890,00", "R$ 9.876.543.210,98"):
+        assert any(amount in line for line in lines), (amount, "\n".join(lines))
+    split = [line for line in lines if re.search(r"R\$\s*[│┃]|R\$\s*$", line)]
+    assert not split, "\n".join(lines)
