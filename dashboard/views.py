@@ -7,7 +7,8 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlmodel import Session
+from sqlalchemy import select
+from sqlmodel import Session, col
 
 from dashboard import charts
 from dashboard.queries import (
@@ -30,11 +31,13 @@ from reconcile.actions import suggested_action
 from reconcile.cases import add_lifecycle, case_events, case_rows
 from reconcile.formats import brl, duration_unit
 from reconcile.masking import mask_payload, mask_text
+from reconcile.matching.automatico import CYCLE_NAMES, REC_STATES, in_words
 from reconcile.models import (
     CaseState,
     ExceptionCase,
     InboxItem,
     ReconciliationItem,
+    Recurrence,
     StatementEntry,
 )
 from reconcile.queries import deliveries_of, inbox_item_view, items_by_ref, webhook_coverage
@@ -120,8 +123,33 @@ def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[
 
 
 def _bare_ref(subject: str, ref: str) -> str:
-    """A charge's case is ``cob:{txid}``; its items carry the txid alone."""
-    return ref.split(":", 1)[1] if subject == "charge" and ":" in ref else ref
+    """A charge's case is ``cob:{txid}``, a recurrence's ``rec:{idRec}[:{cycle}]``; their
+    items carry the txid or idRec alone."""
+    if subject == "charge" and ":" in ref:
+        return ref.split(":", 1)[1]
+    if subject == "recurrence" and ref.count(":") >= 1:
+        return ref.split(":")[1]
+    return ref
+
+
+def _missed_cycle(session: Session, case: ExceptionCase) -> dict[str, Any] | None:
+    """What decides a missed cycle: the recurrence as the provider's API states it, and
+    the cycle no recurring charge falls within — no notification."""
+    _, id_rec, due = case.ref.split(":", 2)
+    rec = session.execute(
+        select(Recurrence).where(col(Recurrence.id_rec) == id_rec)
+    ).scalar_one_or_none()
+    if rec is None:
+        return None
+    stated = rec.confirmed_status
+    return {
+        "id_rec": id_rec,
+        "due": date.fromisoformat(due),
+        "periodicity": CYCLE_NAMES.get(rec.periodicity or "", rec.periodicity),
+        "amount_cents": rec.amount_cents,
+        "stated": in_words(REC_STATES, stated) if stated else None,
+        "stated_at": rec.confirmed_status_at,
+    }
 
 
 def _decimal(value: Any) -> Any:
@@ -147,7 +175,9 @@ def case_page(session: Session, case_id: int) -> dict[str, Any] | None:
     if run is not None:
         verdict = verdict_of(session, case, run.id)
     decided: list[InboxItem] = []
-    if verdict is not None and verdict.inbox_item_id is not None:
+    missed = verdict is not None and verdict.status == "missed_cycle"
+    # A run before missed cycles named no notification may still point at one.
+    if verdict is not None and verdict.inbox_item_id is not None and not missed:
         item = session.get(InboxItem, verdict.inbox_item_id)
         decided = [item] if item is not None else []
     related = [
@@ -181,6 +211,7 @@ def case_page(session: Session, case_id: int) -> dict[str, Any] | None:
             for item in items
         ],
         "statement": statement,
+        "cycle": _missed_cycle(session, case) if missed else None,
     }
 
 

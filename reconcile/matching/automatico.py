@@ -109,7 +109,7 @@ def judge_recurring_charges(session: Session, ctx: RunContext) -> None:
         session.execute(update(items).where(items.c.id == item_id).values(**values))
 
 
-_NAMES = {
+CYCLE_NAMES = {
     "SEMANAL": "weekly",
     "MENSAL": "monthly",
     "TRIMESTRAL": "quarterly",
@@ -186,6 +186,7 @@ def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
             recs.c.periodicity,
             recs.c.amount_cents,
             recs.c.inbox_item_id,
+            recs.c.confirmation,
         ).where(
             or_(
                 # Approved by the day's end: a payer who approves after a cycle's date did
@@ -200,7 +201,7 @@ def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
         )
     ).all()
     missed: list[dict[str, Any]] = []
-    for id_rec, start, end, periodicity, amount, inbox_item_id in found:
+    for id_rec, start, end, periodicity, amount, inbox_item_id, confirmation in found:
         cycle = cycle_on_or_before(start, periodicity, ctx.day)
         if cycle is None or cycle[0] != ctx.day or (end is not None and end < ctx.day):
             continue
@@ -214,13 +215,18 @@ def judge_missed_cycles(session: Session, ctx: RunContext) -> None:
                 "ref": f"rec:{id_rec}:{due.isoformat()}",
                 "status": "missed_cycle",
                 "exception": True,
-                "reason": f"the {_NAMES.get(periodicity, periodicity)} cycle due "
+                "reason": f"the {CYCLE_NAMES.get(periodicity, periodicity)} cycle due "
                 f"{due.strftime('%d/%m/%Y')} has no recurring charge: nothing will be "
                 "debited; create the charge for the next cycle and ask the payer about "
                 "this one",
                 "expected_cents": amount,
                 "source": "poll",
-                "inbox_item_id": inbox_item_id,
+                # What decided it is the API's state and the charge that is not there: the
+                # recurrence's latest notification only when the API stands behind it (a
+                # cancellation it denies decided nothing, and is its own exception).
+                "inbox_item_id": (
+                    inbox_item_id if confirmation in Confirmation.counted() else None
+                ),
                 "priority": EXCEPTION_PRIORITY,
             }
         )
@@ -239,7 +245,7 @@ def _claimed_on(table: Any, ctx: RunContext) -> Any:
 
 # The BCB's states in words finance reads; the raw state follows in parentheses, as the
 # provider's screens and support name it.
-_REC_STATES = {
+REC_STATES = {
     "CRIADA": "awaiting the payer's approval",
     "APROVADA": "approved by the payer",
     "REJEITADA": "refused by the payer",
@@ -379,7 +385,7 @@ def judge_notified_claims(session: Session, ctx: RunContext) -> None:
         if verdict is None:
             continue
         is_rec = ref.startswith("rec:")
-        what, states = ("recurrence", _REC_STATES) if is_rec else ("recurring charge", _COBR_STATES)
+        what, states = ("recurrence", REC_STATES) if is_rec else ("recurring charge", _COBR_STATES)
         last = (
             f", its last attempt {in_words(_ATTEMPT_STATES, tried)} with endToEndId {at}"
             if tried and at

@@ -197,6 +197,9 @@ def test_a_cancellation_the_api_denies_hides_no_missed_cycle(engine: Engine) -> 
     assert cycle["action"].startswith(
         "check why no recurring charge was created for the cycle of R$ 29,90 due 10/03/2026"
     )
+    # The denied cancellation decided nothing about the cycle: no notification did.
+    missed = verdicts_of(engine, result)[("recurrence", f"rec:{REC}:{PAST.isoformat()}")]
+    assert missed.inbox_item_id is None
 
 
 def test_a_cancellation_the_api_confirms_ends_the_cycles(engine: Engine) -> None:
