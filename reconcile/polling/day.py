@@ -139,6 +139,15 @@ def sources_of(
     problems = []
     if fetched is not None and fetched.confirmed is not None and fetched.confirmed.interrupted:
         problems.append("the provider stopped answering while pending notifications were confirmed")
+    unread = fetched.steps["statement"].invalid if fetched and "statement" in fetched.steps else 0
+    if unread:
+        # Skipped, its money is in no total, and the balance the lines read close the
+        # bridge without it: "adds up" would be a claim about a statement not read whole.
+        lines = "1 statement line" if unread == 1 else f"{unread} statement lines"
+        problems.append(
+            f"{lines} the accounts API sent could not be read (logged as poll_invalid_item): "
+            "the statement was not read whole; ask the provider what the line is"
+        )
     return Sources(
         qrcode=providers.qrcode is not None,
         accounts=providers.accounts is not None,

@@ -98,9 +98,18 @@ def walk_pages(
 
     Lazy: errors surface from the loop. An item added during the walk can shift pages
     and appear twice; callers dedupe by the item's id (the inbox does, by unique key).
+
+    A walk that cannot be whole fails (``InvalidResponse``) rather than ending quietly, as
+    the BCB lists' walk does: a page without its list, the page the provider says it sent
+    not the one asked for (``currentPage``), an empty page with more to follow, fewer
+    items walked than the provider counts (``total``). A statement cut short would
+    otherwise close the day at the balance its last line read said, and the lines left
+    out would be money nobody ever saw.
     """
     query: dict[str, str | int] = {**params, "perPage": per_page}
     page = 1
+    walked = 0
+    counted: int | None = None
     while True:
         query["page"] = page
         body = get_json(path, query)
@@ -111,9 +120,27 @@ def walk_pages(
             raise InvalidResponse(f"GET {path}: the page has no 'data' list", status=200)
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise InvalidResponse(f"GET {path}: 'data' is not a list of objects", status=200)
+        walked += len(items)
         yield from items
         meta = body.get("meta")
-        following = _next_page(meta if isinstance(meta, dict) else {}, page, len(items), per_page)
-        if not items or following is None:
+        meta = meta if isinstance(meta, dict) else {}
+        current = _whole(meta.get("currentPage"))
+        if current is not None and current != page:
+            raise InvalidResponse(
+                f"GET {path}: page {page} came back as page {current}", status=200
+            )
+        counted = total if (total := _whole(meta.get("total"))) is not None else counted
+        following = _next_page(meta, page, len(items), per_page)
+        if following is not None and not items:
+            raise InvalidResponse(
+                f"GET {path}: page {page} is empty, and page {following} is said to follow",
+                status=200,
+            )
+        if following is None:
+            if counted is not None and walked < counted:
+                raise InvalidResponse(
+                    f"GET {path}: {walked} items on its {page} pages, of the {counted} it counts",
+                    status=200,
+                )
             return
         page = following

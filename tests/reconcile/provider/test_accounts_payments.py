@@ -131,6 +131,38 @@ def test_page_walk_refuses_a_page_without_its_list(body: dict[str, Any]) -> None
         list(walk_pages(get_json, "/accounts/statement", {}, 1))
 
 
+def _meta(page: int, last: int, total: int) -> dict[str, Any]:
+    """The envelope's ``meta`` as the sandbox (and the provider) sends it."""
+    following = page + 1 if page < last else None
+    return {"total": total, "currentPage": page, "lastPage": last, "nextPage": following}
+
+
+def test_page_walk_reads_an_honest_listing_whole_and_an_empty_one_as_empty() -> None:
+    get_json = _pages(
+        {"meta": _meta(1, 2, 3), "data": [{"n": 1}, {"n": 2}]},
+        {"meta": _meta(2, 2, 3), "data": [{"n": 3}]},
+    )
+    assert [i["n"] for i in walk_pages(get_json, "/x", {}, 2)] == [1, 2, 3]
+    assert list(walk_pages(_pages({"meta": _meta(1, 1, 0), "data": []}), "/x", {}, 2)) == []
+
+
+@pytest.mark.parametrize(
+    ("second", "says"),
+    [
+        ({"meta": _meta(2, 3, 3), "data": []}, "page 2 is empty, and page 3 is said to follow"),
+        ({"meta": _meta(2, 2, 3), "data": []}, "1 items on its 2 pages, of the 3 it counts"),
+        ({"meta": _meta(1, 2, 3), "data": [{"n": 1}]}, "page 2 came back as page 1"),
+    ],
+    ids=["empty-page-before-the-last", "fewer-than-counted", "wrong-page"],
+)
+def test_page_walk_that_cannot_be_whole_fails(second: dict[str, Any], says: str) -> None:
+    """A statement page the provider fails to serve whole is no end of the statement."""
+    get_json = _pages({"meta": _meta(1, 3, 3), "data": [{"n": 1}]}, second)
+    with pytest.raises(InvalidResponse) as raised:
+        list(walk_pages(get_json, "/accounts/statement", {}, 1))
+    assert says in str(raised.value)
+
+
 def test_page_walk_refuses_a_next_page_that_does_not_advance() -> None:
     get_json = _pages({"meta": {"nextPage": 1}, "data": [{"n": 1}]})
     with pytest.raises(InvalidResponse):
