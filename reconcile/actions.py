@@ -43,6 +43,10 @@ def is_refund_ref(ref: str) -> bool:
     return ":" in ref and not ref.startswith((RETURN_REF, CREDIT_REF, UNEXPLAINED_REF, REPEAT_REF))
 
 
+REFUNDS_EXCEED = "refunds settled exceed the Pix they refund"
+"""How a refund's reason begins when, with it, its Pix's refunds exceed the Pix
+(``matching/movements.py``)."""
+
 STATED_OTHERWISE = "than the provider's API"
 """How a payout return's reason says that a notification stated another amount than the
 API (``matching/payouts.py``): ``expected`` is then the API's, not the statement's."""
@@ -304,6 +308,12 @@ def suggested_action(
         if status == "amount_mismatch":
             # ``actual`` is what was notified, ``expected`` what the provider's API or
             # statement stands behind (reconcile.matching.movements).
+            if is_refund_ref(ref) and reason is not None and REFUNDS_EXCEED in reason:
+                return (
+                    f"ask the provider why the refund of {brl(actual)} was made: with it, the "
+                    "refunds of its Pix exceed what the Pix received; ask the payer to give "
+                    "back what was refunded over it"
+                )
             if expected is None or expected == actual:
                 return (
                     f"ask the provider which amount of the Pix of {brl(actual)} is right: "

@@ -12,6 +12,7 @@ from sqlalchemy import (
     BigInteger,
     ColumnElement,
     String,
+    Subquery,
     and_,
     case,
     func,
@@ -313,6 +314,31 @@ def refunds_made(R: FromClause) -> tuple[ColumnElement[bool], ColumnElement[int]
     return made, cents
 
 
+def _refunded_over_earlier_pix(ctx: RunContext) -> Subquery:
+    """The Pix of earlier days whose refunds made by the day's end exceed them (at the
+    amount the API states). A Pix's own day judges its refunds made by then; one refunded
+    over on a later day is that day's: its refunds of the day say so, or the day the
+    money went out would read "all reconciled"."""
+    P, given = table_of(PixReceived), table_of(PixRefund).alias("given")
+    made, made_cents = refunds_made(given)
+    refunded = (
+        select(given.c.end_to_end_id.label("e2e"), func.sum(made_cents).label("cents"))
+        .where(made, refund_time(given) < ctx.end)
+        .group_by(given.c.end_to_end_id)
+        .subquery("refunded")
+    )
+    value = case(
+        (P.c.confirmation == Confirmation.AMOUNT_MISMATCH.value, P.c.confirmed_amount_cents),
+        else_=P.c.amount_cents,
+    )
+    return (
+        select(P.c.end_to_end_id.label("e2e"))
+        .join(refunded, refunded.c.e2e == P.c.end_to_end_id)
+        .where(pix_time(P) < ctx.start, refunded.c.cents > value)
+        .subquery("over")
+    )
+
+
 def match_refunds(session: Session, ctx: RunContext) -> None:
     R, S, inbox = table_of(PixRefund), table_of(StatementEntry), table_of(InboxItem)
     ref_of = refund_ref(R)
@@ -324,6 +350,7 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         select(
             ref_of.label("ref"),
             R.c.rtr_id,
+            R.c.end_to_end_id,
             R.c.amount_cents,
             R.c.status,
             R.c.natureza,
@@ -356,8 +383,11 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         ctx, "end_to_end_id", "DEBIT", REFUND_SENT, S.c.end_to_end_id.like("D%"), label="rtr"
     )
     ref = func.coalesce(r.c.ref, s.c.rtr)
-    joined = r.join(s, r.c.rtr_id == s.c.rtr, full=True).outerjoin(
-        inbox, items_of(session, inbox, r.c.inbox_item_id)
+    over = _refunded_over_earlier_pix(ctx)
+    joined = (
+        r.join(s, r.c.rtr_id == s.c.rtr, full=True)
+        .outerjoin(inbox, items_of(session, inbox, r.c.inbox_item_id))
+        .outerjoin(over, over.c.e2e == r.c.end_to_end_id)
     )
     # A refund of an earlier day booked only today, as for the Pix received: within the
     # date lag, the day before's; past it, its own day said it was not booked in time.
@@ -437,6 +467,12 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
             "amount_mismatch",
             True,
             "the statement booked another refund amount",
+        ),
+        (
+            and_(over.c.e2e.is_not(None), refunds_made(r)[0]),
+            "amount_mismatch",
+            True,
+            f"{actions.REFUNDS_EXCEED}, received on an earlier day",
         ),
         (
             and_(r.c.status == "NAO_REALIZADO", booked),
