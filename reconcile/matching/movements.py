@@ -320,10 +320,14 @@ def _refunded_over_earlier_pix(ctx: RunContext) -> Subquery:
     over on a later day is that day's: its refunds of the day say so, or the day the
     money went out would read "all reconciled"."""
     P, given = table_of(PixReceived), table_of(PixRefund).alias("given")
+    todays = table_of(PixRefund).alias("todays")
     made, made_cents = refunds_made(given)
+    # Only the Pix refunded in the day: every Pix ever refunded, each joined to its
+    # Pix, would grow with the history the tables keep.
+    refunded_today = select(todays.c.end_to_end_id).where(ctx.within(refund_time(todays)))
     refunded = (
         select(given.c.end_to_end_id.label("e2e"), func.sum(made_cents).label("cents"))
-        .where(made, refund_time(given) < ctx.end)
+        .where(made, refund_time(given) < ctx.end, given.c.end_to_end_id.in_(refunded_today))
         .group_by(given.c.end_to_end_id)
         .subquery("refunded")
     )
