@@ -265,6 +265,28 @@ def build_openapi(secret_header: str) -> dict[str, Any]:
             }
         ],
     }
+    accounts_more = {
+        **_webhook(
+            "Accounts API notification at a URL registered per type to which the provider"
+            " appended a type (`/webhooks/accounts/transfer/receive`): read as the body says,"
+            " flagged where the path names another type; a body without `type` takes the"
+            " last type the path names",
+            _accounts_body(),
+        ),
+        "parameters": [
+            {
+                "name": name,
+                "in": "path",
+                "required": True,
+                "schema": {"type": "string"},
+                "description": what,
+            }
+            for name, what in (
+                ("kind", "the first segment after /webhooks/accounts/"),
+                ("more", "the segments after it, separated by /"),
+            )
+        ],
+    }
     health = {
         "get": {
             "summary": (
@@ -308,6 +330,7 @@ def build_openapi(secret_header: str) -> dict[str, Any]:
             ),
             "/webhooks/accounts": accounts,
             "/webhooks/accounts/{kind}": accounts_kind,
+            "/webhooks/accounts/{kind}/{more}": accounts_more,
             "/healthz": health,
             "/readyz": ready,
         },

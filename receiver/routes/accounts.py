@@ -16,9 +16,11 @@ from reconcile.payloads.accounts import accounts_items
 
 def _accounts(document: Any, request: Request) -> list[NewItem]:
     # Per-type registrations may point at /webhooks/accounts/{kind}; a body without
-    # "type" takes it from there.
-    kind = request.path_params.get("kind")
-    return accounts_items(document, kind if isinstance(kind, str) else None)
+    # "type" takes it from there. A provider that appends the type to a URL registered
+    # with one posts to /webhooks/accounts/{kind}/{more}: read as the body says.
+    params = request.path_params
+    kind, more = params.get("kind"), params.get("more")
+    return accounts_items(document, f"{kind}/{more}" if more else kind)
 
 
 def routes(ctx: ReceiverContext) -> list[BaseRoute]:
@@ -26,4 +28,7 @@ def routes(ctx: ReceiverContext) -> list[BaseRoute]:
     return [
         webhook_route("/webhooks/accounts", endpoint, name="accounts"),
         webhook_route("/webhooks/accounts/{kind}", endpoint, name="accounts_kind"),
+        # Never a 404 under the accounts URL: each one counts towards the provider
+        # disabling the webhook, and the body says what it is.
+        webhook_route("/webhooks/accounts/{kind}/{more:path}", endpoint, name="accounts_more"),
     ]

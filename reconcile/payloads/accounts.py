@@ -11,14 +11,12 @@ whole as ``unsupported``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, Field, StringConstraints, WithJsonSchema
 
 from reconcile.inbox import NewItem
-from reconcile.models import ItemKind
 from reconcile.money import InvalidAmount, parse_amount
 from reconcile.payloads import (
     AMOUNT,
@@ -31,17 +29,19 @@ from reconcile.payloads import (
     pointer,
     timestamp,
 )
+from reconcile.payloads.accounts_types import (
+    KNOWN_TYPES,
+    beside,
+    from_path,
+    inside,
+    names_its_own,
+    path_label,
+    slot_of,
+)
 from reconcile.payloads.items import Refusal, keyed, new_item, unsupported_item
 from reconcile.payloads.refs import ENVELOPES, whole_number
 from reconcile.payloads.tolerant import key_renamed
 
-KNOWN_TYPES = {
-    "TRANSFER": ItemKind.ACCOUNTS_TRANSFER,
-    "RECEIVE": ItemKind.ACCOUNTS_RECEIVE,
-    "REFUND": ItemKind.ACCOUNTS_REFUND,
-    "CASHOUT": ItemKind.ACCOUNTS_CASHOUT,
-    "INFRACTION": ItemKind.ACCOUNTS_INFRACTION,
-}
 TYPE_OF_KIND = {kind.value: name for name, kind in KNOWN_TYPES.items()}
 MOVEMENT_STATUSES = (
     "PROCESSING",
@@ -220,40 +220,6 @@ DATA_MODELS: dict[str, type[Identified]] = {
 }
 
 
-def _named(declared: str, at: str) -> tuple[str, list[ItemWarning]]:
-    """A type written as text, as the type it stands for, and how it was written otherwise
-    than documented (flagged at ``at``)."""
-    stripped = declared.strip()
-    # ASCII only: str.upper() maps some other letters onto ASCII ones (a dotless i to I).
-    named = stripped.upper() if stripped.isascii() else "UNKNOWN"
-    read = (
-        [ItemWarning(at, f"the type without surrounding whitespace (read as {named})")]
-        if stripped != declared
-        else []
-    )
-    # Read as the documented type it stands for, and flagged, as a status in another case
-    # is: whoever reads the flags learns how the provider writes it.
-    if named in KNOWN_TYPES and stripped != named:
-        read.append(ItemWarning(at, f"the type in capitals (read as {named})"))
-    return named, read
-
-
-def _type(document: dict[str, Any], path_type: str | None) -> tuple[str | None, list[ItemWarning]]:
-    declared = document.get("type")
-    if isinstance(declared, str) and declared.strip():
-        named, read = _named(declared, "/type")
-        # The body's word is the provider's; the path is only where it was registered. A
-        # disagreement is read as the body says, and flagged for whoever set the URLs.
-        if path_type and path_type.upper() in KNOWN_TYPES and path_type.upper() != named:
-            expected = f"the type the path names, {path_type.upper()} (read as the body's)"
-            return named, [ItemWarning("/type", expected)]
-        return named, read
-    flagged = (
-        [ItemWarning("/type", "the notification type, a string")] if "type" in document else []
-    )
-    return (path_type.upper() if path_type else None), flagged
-
-
 # What a terse notification (a CASHOUT's failure above all) may carry beside ``data``
 # rather than in it: its keys and its status.
 _BESIDE = ("id", "idempotencyKey", "endToEndId", "status")
@@ -298,46 +264,6 @@ def _completed(
     return (completed, moved) if moved else (inner, [])
 
 
-# A path segment that can name a type: a word. ``/webhooks/accounts/invoice`` keys its
-# notifications ``unsupported:INVOICE:…`` as a body's ``"type": "invoice"`` would.
-_PATH_TYPE = re.compile(r"[A-Za-z_.-]{1,40}")
-_UNNAMED = "the notification type (the path's last segment names none)"
-# Where a body without ``type`` beside ``data`` names it inside: ``webhookType`` is in every
-# movement of the provider's (and the sandbox's), ``type`` in some senders'.
-_INNER_TYPE = ("webhookType", "type")
-
-
-def _word(path_type: str | None) -> str | None:
-    """``path_type`` when it can name a type. A segment with digits (a CPF, an account
-    number) names none: in an unsupported item's key, which listings and logs show, it
-    would be personal data shown unmasked."""
-    return path_type if path_type is not None and _PATH_TYPE.fullmatch(path_type) else None
-
-
-def _named_type(declared: object) -> bool:
-    return isinstance(declared, str) and bool(declared.strip())
-
-
-def _inner_type(document: dict[str, Any]) -> tuple[str, ItemWarning] | None:
-    """The type a body names inside its object rather than beside it, and the flag at
-    where it was read: kept as unsupported, a TRANSFER would never reach its payout."""
-    slot = next((name for name in ENVELOPES if name in document), None)
-    inner = document[slot] if slot is not None else None
-    if slot is None or not isinstance(inner, dict):
-        return None
-    for name in _INNER_TYPE:
-        declared = inner.get(name)
-        if isinstance(declared, str) and declared.strip():
-            at = pointer([slot, name])
-            named, read = _named(declared, at)
-            said = "; ".join(
-                ["the notification's type as type beside data (read from here)"]
-                + [warning.expected for warning in read]
-            )
-            return named, ItemWarning(at, said)
-    return None
-
-
 def _notification(entry: object) -> bool:
     return isinstance(entry, dict) and ("type" in entry or any(slot in entry for slot in ENVELOPES))
 
@@ -364,16 +290,44 @@ def _each(document: list[Any], path_type: str | None) -> list[NewItem]:
                 {**v, "property": at + v["property"].rstrip("/")} for v in exc.violations or []
             )
             refusal.rejected.append((at, entry))
-    flagged = [replace(item, warnings=_rooted(item.warnings, _EACH)) for item in items]
+    flagged = [replace(item, warnings=_said_at(item.warnings, "/", _EACH)) for item in items]
     what = "an accounts notification"
-    return refusal.keep_the_rest(flagged, _word(path_type) or "UNKNOWN", what)
+    return refusal.keep_the_rest(flagged, path_label(path_type), what)
 
 
-def _rooted(warnings: tuple[ItemWarning, ...], expected: str) -> tuple[ItemWarning, ...]:
-    """``warnings`` with ``expected`` said at ``/`` too, after what was already said there."""
-    root = next((w for w in warnings if w.pointer == "/"), None)
-    first = ItemWarning("/", expected if root is None else f"{root.expected}; {expected}")
-    return (first, *(w for w in warnings if w.pointer != "/"))
+_ONE_EACH = "one object (an array became one item each)"
+
+
+def _each_own(
+    document: dict[str, Any], slot: str, inner: list[Any], path_type: str | None
+) -> list[NewItem]:
+    """A ``data`` array whose objects name each its own type (``webhookType``), under an
+    envelope that names none: each object read as the notification it is, by its own
+    type. Read as one type, a RECEIVE beside a TRANSFER would be booked as a payout; an
+    object that names no type is read as the path says, else kept as unsupported."""
+    refusal = Refusal()
+    items: list[NewItem] = []
+    under = pointer([slot])
+    for index, entry in enumerate(inner):
+        at = pointer([slot, index])
+        try:
+            found = accounts_items({**document, slot: entry}, path_type)
+        except PayloadInvalid as exc:
+            refusal.violations.extend(
+                {**v, "property": at + v["property"].removeprefix(under).rstrip("/")}
+                for v in exc.violations or []
+            )
+            refusal.rejected.append((at, entry))
+            continue
+        items.extend(replace(i, warnings=_said_at(i.warnings, under, _ONE_EACH)) for i in found)
+    return refusal.keep_the_rest(items, path_label(path_type), "an accounts notification")
+
+
+def _said_at(warnings: tuple[ItemWarning, ...], at: str, expected: str) -> tuple[ItemWarning, ...]:
+    """``warnings`` with ``expected`` said at ``at`` too, after what was already said there."""
+    there = next((w for w in warnings if w.pointer == at), None)
+    first = ItemWarning(at, expected if there is None else f"{there.expected}; {expected}")
+    return (first, *(w for w in warnings if w.pointer != at))
 
 
 def key_of(kind_name: str, data: Identified) -> str:
@@ -385,21 +339,28 @@ def key_of(kind_name: str, data: Identified) -> str:
 
 
 def accounts_items(document: Any, path_type: str | None = None) -> list[NewItem]:
-    """``{type, data}``; ``path_type`` comes from ``/webhooks/accounts/{kind}`` for bodies
-    that omit ``type``."""
+    """``{type, data}``; ``path_type`` is what follows ``/webhooks/accounts/`` in the path
+    (one segment, or several joined by ``/``), for bodies that name no type."""
     if not isinstance(document, dict):
         if isinstance(document, list) and any(map(_notification, document)):
             return _each(document, path_type)
         shape = ItemWarning("/", 'an object {"type": ..., "data": {...}}')
-        return [unsupported_item(_word(path_type) or "UNKNOWN", document, shape)]
-    kind_name, warnings = _type(document, path_type)
-    if kind_name not in KNOWN_TYPES and not _named_type(document.get("type")):
-        # Only a body the reading above keeps as unsupported gets here.
-        if kind_name is not None and _word(kind_name) is None:
-            kind_name, warnings = None, [*warnings, ItemWarning("/type", _UNNAMED)]
-        inside = _inner_type(document)
-        if inside is not None:
-            kind_name, warnings = inside[0], [*warnings, inside[1]]
+        return [unsupported_item(path_label(path_type), document, shape)]
+    kind_name, warnings = beside(document, path_type)
+    if kind_name is None:
+        # Only a body without ``type`` beside ``data`` gets here: the object's own word,
+        # else the path's.
+        slot = slot_of(document)
+        inner = document[slot] if slot is not None else None
+        if slot is not None and isinstance(inner, list) and any(map(names_its_own, inner)):
+            return _each_own(document, slot, inner, path_type)
+        own = inside(inner, slot, path_type) if slot is not None else None
+        if own is not None:
+            kind_name = own[0]
+            warnings += [own[1]] if own[1] is not None else []
+        else:
+            kind_name, read = from_path(path_type)
+            warnings += read
     if kind_name is None:
         return [unsupported_item("UNKNOWN", document, warnings[0] if warnings else None)]
     if kind_name not in KNOWN_TYPES:

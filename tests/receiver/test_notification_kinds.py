@@ -197,6 +197,40 @@ def test_a_body_whose_type_the_path_contradicts_is_read_as_the_body_says_and_fla
     ]
 
 
+def test_a_type_appended_to_a_url_registered_with_another_is_stored_not_404(
+    running_node: RunningNode,
+) -> None:
+    """``…/webhooks/accounts/transfer`` registered, the provider appends the type it
+    notifies: answered 404, each delivery would count towards disabling the webhook."""
+    data = load("accounts/transfer.json")["data"]
+    receive = {**data, "id": "rcv-1", "webhookType": "RECEIVE"}
+    for path, body in (
+        ("/webhooks/accounts/transfer/receive", {"type": "RECEIVE", "data": receive}),
+        ("/webhooks/accounts/Transfer/receive/", {"data": {**receive, "id": "rcv-2"}}),
+        ("/webhooks/accounts/maria/transfer", {"data": {**data, "webhookType": None}}),
+    ):
+        response = running_node.http.post(path, json=body)
+        assert response.status_code == 200, (path, response.text)
+    items = _items(running_node)
+    assert set(items) == {
+        "accounts:RECEIVE:rcv-1:LIQUIDATED",
+        "accounts:RECEIVE:rcv-2:LIQUIDATED",
+        "accounts:TRANSFER:98765:LIQUIDATED",
+    }
+    flagged = json.loads(items["accounts:RECEIVE:rcv-1:LIQUIDATED"].warnings or "[]")
+    assert flagged == [
+        {"pointer": "/type", "expected": "the type the path names, TRANSFER (read as the body's)"}
+    ]
+    with session_scope(running_node.node.engine) as session:
+        routes = set(session.execute(select(WebhookDelivery.route)).scalars())  # type: ignore[call-overload]
+    assert "/webhooks/accounts/transfer/receive" in routes
+    running_node.wait_processed()
+    assert {i.status for i in _items(running_node).values()} == {"processed"}
+    metrics = running_node.http.get("/metrics").text
+    label = 'route="/webhooks/accounts/{kind}/{more:path}",status="200"'
+    assert f"pixrecon_webhook_deliveries_total{{{label}}} 3.0" in metrics
+
+
 def test_known_type_with_invalid_data_is_400_with_violations(running_node: RunningNode) -> None:
     response = running_node.http.post(
         "/webhooks/accounts", json={"type": "TRANSFER", "data": {"status": "LIQUIDATED"}}

@@ -138,7 +138,8 @@ def test_every_webhook_route_takes_the_probes_and_documents_them(engine: Engine)
     with BackgroundServer(app) as server:
         document = httpx.get(server.url + "/openapi.json").json()
     documented = {p for p in document["paths"] if p.startswith("/webhooks/")}
-    assert documented == set(webhooks)
+    # OpenAPI's templates name a parameter without Starlette's convertor (``{more:path}``).
+    assert documented == {path.replace(":path}", "}") for path in webhooks}
     for path in documented:
         operations = document["paths"][path]
         assert {"post", "get", "head", "options"} <= set(operations), path

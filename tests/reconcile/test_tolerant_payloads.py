@@ -871,6 +871,100 @@ def test_a_path_segment_naming_no_type_never_enters_a_key() -> None:
     assert inside.key == "accounts:RECEIVE:x-1:LIQUIDATED"
 
 
+@pytest.mark.parametrize("path", ["Maria", "joaosilva", "Fulana-de-Tal", "Maria/Silva", "made-up"])
+def test_a_path_of_letters_naming_no_type_never_enters_a_key(path: str) -> None:
+    """``/webhooks/accounts/Maria``: a word is not a type because it is made of letters; a
+    person's name in an unsupported item's key would be shown unmasked wherever the item
+    is. Only a type the provider notifies enters a key; the delivery is kept all the same."""
+    untyped = {"data": {"id": "x-1", "status": "LIQUIDATED"}}
+    for body in (untyped, {"foo": 1}, [1, 2]):
+        (item,) = accounts_items(body, path)
+        assert item.key.startswith("unsupported:UNKNOWN:"), (path, body)
+        assert item.status == "unsupported"
+        for word in path.split("/"):
+            assert word.upper() not in item.key
+    (flagged,) = accounts_items(untyped, path)
+    assert _warnings(flagged) == {"/type": "the notification type (the path names none)"}
+    # The provider's own types keep their names, read or unsupported.
+    for named, label in (
+        ("invoice", "INVOICE"),
+        ("Crypto", "CRYPTO"),
+        (f"{path}/invoice", "INVOICE"),
+    ):
+        (kept,) = accounts_items(untyped, named)
+        assert kept.key.startswith(f"unsupported:{label}:"), named
+    (read,) = accounts_items(untyped, f"{path}/transfer")
+    assert read.key == "accounts:TRANSFER:x-1:LIQUIDATED"
+
+
+def test_a_path_naming_two_types_is_read_as_the_body_says() -> None:
+    """``/webhooks/accounts/transfer/receive``: a type appended to a URL registered with
+    another. The body's word decides; where the path names another, it is flagged."""
+    data = {"id": "r-1", "status": "LIQUIDATED", "payment": {"amount": "5.00"}}
+    (typed,) = accounts_items({"type": "RECEIVE", "data": data}, "transfer/receive")
+    assert typed.key == "accounts:RECEIVE:r-1:LIQUIDATED"
+    assert _warnings(typed) == {"/type": "the type the path names, TRANSFER (read as the body's)"}
+    (inner,) = accounts_items({"data": {**data, "webhookType": "RECEIVE"}}, "transfer/receive")
+    assert inner.key == "accounts:RECEIVE:r-1:LIQUIDATED"
+    assert _warnings(inner) == {
+        "/data/webhookType": "the notification's type as type beside data (read from here);"
+        " the type the path names, TRANSFER (read as the body's)"
+    }
+    # The body names none: the type the provider appended, the last, flagged.
+    (untyped,) = accounts_items({"data": data}, "transfer/receive")
+    assert untyped.key == "accounts:RECEIVE:r-1:LIQUIDATED"
+    assert _warnings(untyped) == {
+        "/type": "one type in the path (it names TRANSFER and RECEIVE; read as the last)"
+    }
+    # One type named once more, or beside words that name none, is that type.
+    (again,) = accounts_items({"data": data}, "Receive/Maria/receive")
+    assert (again.key, again.warnings) == ("accounts:RECEIVE:r-1:LIQUIDATED", ())
+
+
+def test_the_type_inside_the_object_outweighs_the_path() -> None:
+    """The object's ``webhookType`` is the provider's word, the path only where the URL was
+    registered: a RECEIVE posted to ``…/accounts/transfer`` is no payout."""
+    payment = {"amount": "5.00"}
+    data = {"id": "r-1", "status": "LIQUIDATED", "webhookType": "RECEIVE", "payment": payment}
+    (item,) = accounts_items({"data": data}, "transfer")
+    assert item.key == "accounts:RECEIVE:r-1:LIQUIDATED"
+    assert "TRANSFER" in _warnings(item)["/data/webhookType"]
+    # Where they agree, the path named it as documented: nothing to flag.
+    (agreed,) = accounts_items({"data": data}, "receive")
+    assert (agreed.key, agreed.warnings) == ("accounts:RECEIVE:r-1:LIQUIDATED", ())
+
+
+def test_a_data_array_whose_objects_name_each_its_type_is_read_object_by_object() -> None:
+    """``{"data": [{webhookType: TRANSFER, …}, {webhookType: RECEIVE, …}]}``: each object
+    by its own type; one naming none as the path says, else kept as unsupported."""
+    transfer = {"id": "t-1", "status": "LIQUIDATED", "webhookType": "TRANSFER"}
+    receive = {"id": "r-1", "status": "LIQUIDATED", "webhookType": "receive"}
+    untyped = {"id": "u-1", "status": "LIQUIDATED"}
+    items = accounts_items({"data": [transfer, receive, untyped]})
+    assert [i.key for i in items[:2]] == [
+        "accounts:TRANSFER:t-1:LIQUIDATED",
+        "accounts:RECEIVE:r-1:LIQUIDATED",
+    ]
+    assert items[2].key.startswith("unsupported:UNKNOWN:")
+    assert [json.loads(i.payload)["data"]["id"] for i in items] == ["t-1", "r-1", "u-1"]
+    each = "one object (an array became one item each)"
+    assert all(_warnings(i)["/data"] == each for i in items)
+    assert "(read as RECEIVE)" in _warnings(items[1])["/data/webhookType"]
+    by_path = accounts_items({"data": [transfer, untyped]}, "refund")
+    assert [i.key for i in by_path] == [
+        "accounts:TRANSFER:t-1:LIQUIDATED",
+        "accounts:REFUND:u-1:LIQUIDATED",
+    ]
+    # An object without its key is kept beside the others; only a body none is read from
+    # is refused, naming where in it the key is missing.
+    keyless = {"status": "LIQUIDATED", "webhookType": "TRANSFER"}
+    kept = accounts_items({"data": [keyless, receive]})
+    assert [i.key.split(":")[0] for i in kept] == ["accounts", "unsupported"]
+    with pytest.raises(PayloadInvalid) as refused:
+        accounts_items({"data": [keyless]})
+    assert (refused.value.violations or [{}])[0]["property"] == "/data/0"
+
+
 @pytest.mark.parametrize("envelope", ["data", "payload"])
 def test_pix_themselves_under_an_envelope_are_read_as_pix(envelope: str) -> None:
     first, second = pix(e2e=e2e_id(1)), pix(e2e=e2e_id(2))
