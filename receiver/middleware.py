@@ -57,11 +57,15 @@ def webhook_path(path: str) -> str:
     fixed = 3 if len(segments) > 2 and segments[2].lower() == "accounts" else len(segments)
     segments[1:fixed] = [segment.lower() for segment in segments[1:fixed]]
     family = segments[2] if len(segments) > 2 else ""
-    if family == "qrcode" and len(segments) == 5 and _QR_ROUTES.issuperset(segments[3:]):
+    if family == "qrcode" and len(segments) > 3:
         # A merchant who registers the full ``…/webhooks/qrcode/pix`` gets whatever the
         # provider appends after it: ``/pix``, and ``/rec`` and ``/cobr`` when the same URL
-        # serves Pix Automático too. The appended segment, the last, says what it is.
-        del segments[3]
+        # serves Pix Automático too; one who registers ``…/webhooks/qrcode/loja1`` (a store,
+        # a key) gets ``…/loja1/pix``. The appended segment, the last, says what it is; a
+        # path ending in none is the registered URL's, whose body says what it is. Only
+        # the route is kept: a segment of the merchant's may be personal data.
+        last = segments[-1]
+        segments[3:] = [last] if last in _QR_ROUTES else []
     elif family == "accounts" and len(segments) == 5 and segments[3].lower() == segments[4].lower():
         # ``…/webhooks/accounts/transfer`` registered, the type appended once more.
         del segments[4]
@@ -75,9 +79,10 @@ class WebhookPaths:
     ``…/webhooks/qrcode/pix/pix`` (and ``…/pix/rec``, ``…/pix/cobr``). Answering those
     404, or a redirect the sender may not follow, counts towards the provider disabling
     the webhook: repeated and trailing slashes of a webhook path are dropped before
-    routing, a QR code route followed by another is routed by the last, an accounts type
-    repeated is read once, and the fixed segments are read in any letter case (a merchant
-    may type ``…/Webhooks/QRCode``)."""
+    routing, a QR code path is routed by its last segment (the registered URL's when that
+    names no route: ``…/webhooks/qrcode/loja1`` registered), an accounts type repeated is
+    read once, and the fixed segments are read in any letter case (a merchant may type
+    ``…/Webhooks/QRCode``)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
