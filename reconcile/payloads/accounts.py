@@ -40,6 +40,7 @@ from reconcile.payloads.accounts_types import (
 )
 from reconcile.payloads.items import Refusal, keyed, new_item, unsupported_item
 from reconcile.payloads.refs import ENVELOPES, whole_number
+from reconcile.payloads.text import held_json
 from reconcile.payloads.tolerant import key_renamed
 
 TYPE_OF_KIND = {kind.value: name for name, kind in KNOWN_TYPES.items()}
@@ -323,6 +324,22 @@ def _each_own(
     return refusal.keep_the_rest(items, path_label(path_type), "an accounts notification")
 
 
+_HELD = "an object (it came as JSON text, read as the object it holds)"
+
+
+def _held(document: dict[str, Any], slot: str, path_type: str | None) -> list[NewItem] | None:
+    """The notification whose object came encoded once more, as a JSON string, read as the
+    object it holds (each item keeps that object; the delivery keeps the body as it came):
+    kept as unsupported, a TRANSFER would never reach its payout. ``None`` when the text
+    holds no object or array."""
+    text = document[slot]
+    held = held_json(text) if isinstance(text, str) else None
+    if held is None:
+        return None
+    items = accounts_items({**document, slot: held}, path_type)
+    return [replace(i, warnings=_said_at(i.warnings, pointer([slot]), _HELD)) for i in items]
+
+
 def _said_at(warnings: tuple[ItemWarning, ...], at: str, expected: str) -> tuple[ItemWarning, ...]:
     """``warnings`` with ``expected`` said at ``at`` too, after what was already said there."""
     there = next((w for w in warnings if w.pointer == at), None)
@@ -352,6 +369,10 @@ def accounts_items(document: Any, path_type: str | None = None) -> list[NewItem]
         # else the path's.
         slot = slot_of(document)
         inner = document[slot] if slot is not None else None
+        if slot is not None and isinstance(inner, str):
+            held = _held(document, slot, path_type)
+            if held is not None:
+                return held
         if slot is not None and isinstance(inner, list) and any(map(names_its_own, inner)):
             return _each_own(document, slot, inner, path_type)
         own = inside(inner, slot, path_type) if slot is not None else None
@@ -390,6 +411,9 @@ def accounts_items(document: Any, path_type: str | None = None) -> list[NewItem]
         warnings.append(ItemWarning(pointer([slot]), "one object (an array became one item each)"))
         candidates = [(pointer([slot, i]), entry) for i, entry in enumerate(inner)]
     else:
+        held = _held(document, slot, path_type) if isinstance(inner, str) else None
+        if held is not None:
+            return held
         return [unsupported_item(kind_name, document, ItemWarning(pointer([slot]), "an object"))]
     refusal = Refusal()
     items = [

@@ -82,8 +82,8 @@ def _said(at: str, parts: list[str]) -> list[ItemWarning]:
 
 
 def beside(document: dict[str, Any], path: str | None) -> tuple[str | None, list[ItemWarning]]:
-    """The type ``type`` beside ``data`` names, flagged where it is not as documented or
-    the path names another; ``None`` when there it names none."""
+    """The type ``type`` (else ``webhookType``) beside ``data`` names, flagged where it is
+    not as documented or the path names another; ``None`` when there it names none."""
     declared = document.get("type")
     if isinstance(declared, str) and declared.strip():
         name, read = named(declared, "/type")
@@ -92,9 +92,18 @@ def beside(document: dict[str, Any], path: str | None) -> tuple[str | None, list
             against = _against_path(path_types(path), name)
             parts += [against] if against else []
         return name, _said("/type", parts)
-    if "type" in document:
-        return None, [ItemWarning("/type", "the notification type, a string")]
-    return None, []
+    flagged = (
+        [ItemWarning("/type", "the notification type, a string")] if "type" in document else []
+    )
+    # The provider names its movements' type ``webhookType`` inside them; some senders put
+    # that name beside ``data``.
+    other = document.get("webhookType")
+    if isinstance(other, str) and other.strip():
+        name, read = named(other, "/webhookType")
+        parts = ["the notification's type as type (read from here)", *(w.expected for w in read)]
+        against = _against_path(path_types(path), name) if path else None
+        return name, [*flagged, *_said("/webhookType", [*parts, *([against] if against else [])])]
+    return None, flagged
 
 
 def inside(inner: object, slot: str, path: str | None) -> tuple[str, ItemWarning | None] | None:

@@ -9,8 +9,10 @@ or key sees it, and the item that ends up holding that text says where it is.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 from reconcile.payloads.tolerant import ItemWarning, pointer
@@ -76,3 +78,38 @@ def _mended_at(value: Any, path: list[str | int]) -> Iterator[list[str | int]]:
 def mended_warnings(payload: Any) -> list[ItemWarning]:
     """Where ``payload`` holds text whose surrogates were replaced."""
     return [ItemWarning(pointer(path), SURROGATE_REPLACED) for path in _mended_at(payload, [])]
+
+
+# As deep as a body may nest: a text inside one is no licence to nest deeper.
+HELD_MAX_DEPTH = 32
+
+
+def _within(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if level > limit:
+            return False
+        if isinstance(node, dict):
+            stack.extend((child, level + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, level + 1) for child in node)
+    return True
+
+
+def held_json(text: str) -> dict[str, Any] | list[Any] | None:
+    """The object or array a JSON string holds as its text (a sender that encoded part of
+    its body once more, ``"data": "{\\"id\\": …}"``), its numbers read as Decimal as a
+    body's are; ``None`` when it holds none, or nests deeper than a body may."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        document = json.loads(text, parse_float=Decimal, parse_constant=str)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(document, dict | list) or not _within(document, HELD_MAX_DEPTH):
+        return None
+    held: dict[str, Any] | list[Any] = (
+        mend_surrogates(document) if may_hold_surrogates(text) else document
+    )
+    return held

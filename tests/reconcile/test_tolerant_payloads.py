@@ -965,6 +965,49 @@ def test_a_data_array_whose_objects_name_each_its_type_is_read_object_by_object(
     assert (refused.value.violations or [{}])[0]["property"] == "/data/0"
 
 
+def test_a_type_named_webhook_type_beside_data_is_read() -> None:
+    """``{"webhookType": "TRANSFER", "data": {…}}``: the provider's own name for the type,
+    put beside the object rather than in it. Kept as unsupported, the payout would never
+    be matched."""
+    data = {"id": "t-1", "status": "LIQUIDATED", "payment": {"amount": "5.00"}}
+    (item,) = accounts_items({"webhookType": "transfer", "data": data})
+    assert item.key == "accounts:TRANSFER:t-1:LIQUIDATED"
+    assert _warnings(item) == {
+        "/webhookType": "the notification's type as type (read from here); the type in"
+        " capitals (read as TRANSFER)"
+    }
+    # ``type`` beside it still decides, as documented.
+    (typed,) = accounts_items({"type": "RECEIVE", "webhookType": "TRANSFER", "data": data})
+    assert typed.key == "accounts:RECEIVE:t-1:LIQUIDATED"
+    (against,) = accounts_items({"webhookType": "TRANSFER", "data": data}, "receive")
+    assert "the type the path names, RECEIVE" in _warnings(against)["/webhookType"]
+
+
+def test_a_data_object_sent_as_json_text_is_read_as_the_object() -> None:
+    """``"data": "{\\"id\\": …}"``: a sender that encoded the object once more. Its keys
+    are readable; each item holds the object, the delivery the body as it came."""
+    data = {"id": "t-1", "status": "LIQUIDATED", "payment": {"amount": "5.10"}}
+    text = json.dumps(data)
+    (item,) = accounts_items({"type": "TRANSFER", "data": text})
+    assert item.key == "accounts:TRANSFER:t-1:LIQUIDATED"
+    assert json.loads(item.payload)["data"] == {**data, "payment": {"amount": "5.10"}}
+    held = "an object (it came as JSON text, read as the object it holds)"
+    assert _warnings(item) == {"/data": held}
+    # Its own type inside, an array of objects, under ``payload``: as ever, once read.
+    inner = json.dumps([{**data, "webhookType": "RECEIVE"}, {**data, "id": "t-2"}])
+    first, second = accounts_items({"payload": inner}, "transfer")
+    assert [first.key, second.key] == [
+        "accounts:RECEIVE:t-1:LIQUIDATED",
+        "accounts:TRANSFER:t-2:LIQUIDATED",
+    ]
+    assert _warnings(second)["/payload"].startswith("the notification under data; ")
+    # Text that holds no object, or nests deeper than a body may: kept whole, unsupported.
+    for kept in ("LIQUIDATED", "{not json", "[" * 40 + "]" * 40, ""):
+        (unsupported,) = accounts_items({"type": "TRANSFER", "data": kept})
+        assert unsupported.status == "unsupported", kept
+        assert _warnings(unsupported) == {"/data": "an object"}
+
+
 @pytest.mark.parametrize("envelope", ["data", "payload"])
 def test_pix_themselves_under_an_envelope_are_read_as_pix(envelope: str) -> None:
     first, second = pix(e2e=e2e_id(1)), pix(e2e=e2e_id(2))
