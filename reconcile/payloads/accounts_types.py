@@ -88,7 +88,8 @@ def beside(document: dict[str, Any], path: str | None) -> tuple[str | None, list
     if isinstance(declared, str) and declared.strip():
         name, read = named(declared, "/type")
         parts = [w.expected for w in read]
-        if path:
+        # A per-type URL naming the body's own type, the common case, reads no further.
+        if path and path.upper() != name:
             against = _against_path(path_types(path), name)
             parts += [against] if against else []
         return name, _said("/type", parts)
