@@ -287,9 +287,43 @@ def _loads_leniently(text: str, flags: list[str], members: _Members) -> Any:
                 **lenient,
             )
         except ValueError:
-            raise first from None
+            return _one_after_another(text, first, flags, members, lenient)
     flags.append("JSON strings without raw control characters (read as written)")
     return document
+
+
+# What may stand between documents sent one after another: whitespace, and the NUL a C
+# sender writes after its string when it posts the terminator too.
+_BETWEEN = " \t\r\n\x00"
+
+
+def _one_after_another(
+    text: str, first: ValueError, flags: list[str], members: _Members, lenient: dict[str, Any]
+) -> Any:
+    """Documents sent one after another (newline-delimited, as a relay that batches
+    deliveries sends them), read as an array of them; one followed by NUL bytes, as that
+    one. Each is JSON, and their keys are readable: refused, the delivery would be retried
+    as it is until the provider disabled the webhook. Anything else fails with ``first``."""
+    decoder = json.JSONDecoder(object_pairs_hook=members, **lenient)
+    found: list[Any] = []
+    at = 0
+    while True:
+        while at < len(text) and text[at] in _BETWEEN:
+            at += 1
+        if at == len(text):
+            break
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except ValueError:
+            raise first from None
+        found.append(value)
+    if len(found) == 1:
+        flags.append("one JSON document and nothing after it (NUL bytes were not read)")
+        return found[0]
+    flags.append(
+        f"one JSON document (it came as {len(found)} one after another, read as an array of them)"
+    )
+    return found
 
 
 def _refused(media_type: str, charset: str | None, exc: ValueError) -> Problem:

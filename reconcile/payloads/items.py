@@ -57,6 +57,10 @@ def _shapes(wrapper: str, what: str) -> str:
     return f'{{"{wrapper}": [...]}}, one {what} object or an array of them'
 
 
+def _wraps(value: Any, wrapper: str) -> bool:
+    return isinstance(value, dict) and wrapper in value
+
+
 def _looks_like(value: Any, fields: frozenset[str]) -> bool:
     return isinstance(value, dict) and not fields.isdisjoint(value)
 
@@ -67,6 +71,16 @@ def split_body(document: Any, wrapper: str, what: str, fields: frozenset[str]) -
     own: a flat object or a bare array is taken for items only when it has some, because
     whatever else a provider posts (a registration test, a ping) is no item without its
     key, and refusing it brings the webhook closer to being disabled."""
+    if isinstance(document, list) and document and all(_wraps(e, wrapper) for e in document):
+        # Documented bodies in one array, as a relay that batches deliveries sends them (or
+        # sent one after another): each one's items, read where they are.
+        found = [
+            (pointer([i]) + where, raw)
+            for i, entry in enumerate(document)
+            for where, raw in _split(entry, wrapper, what, fields)
+        ]
+        batched = ItemWarning("/", f'one {{"{wrapper}": [...]}} body, not an array of them')
+        return _unnested(Split(found, [batched]), what)
     if isinstance(document, dict) and wrapper not in document and not _looks_like(document, fields):
         # Some senders wrap the documented body once more, as accounts notifications are.
         for name in ENVELOPES:

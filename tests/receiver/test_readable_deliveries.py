@@ -307,3 +307,42 @@ def test_accounts_notifications_as_the_sandbox_and_batching_senders_write_them(
         found = session.execute(select(AccountMovement)).scalars()
         rows = {row.reference: row.type for row in found}
     assert rows == {"wt-1": "TRANSFER", "arr-1": "TRANSFER", "arr-2": "RECEIVE"}
+
+
+def test_documents_sent_one_after_another_are_each_read(running_node: RunningNode) -> None:
+    """Newline-delimited documents, as a relay that batches deliveries sends them, and one
+    followed by the NUL byte a C sender posts with its string: each document is JSON with
+    readable keys, refused the delivery would be retried until the webhook is disabled."""
+    first, second = pix(), pix()
+    lines = b"\n".join(json.dumps({"pix": [p]}).encode() for p in (first, second)) + b"\n"
+    answer = _post(
+        running_node, "/webhooks/qrcode/pix", lines, **{"Content-Type": "application/x-ndjson"}
+    )
+    assert answer["new"] == 2
+    notifications = [
+        {
+            "type": kind,
+            "data": {"id": f"nd-{kind}", "status": "LIQUIDATED", "payment": {"amount": 1}},
+        }
+        for kind in ("TRANSFER", "RECEIVE")
+    ]
+    joined = b"".join(json.dumps(n).encode() for n in notifications)
+    assert _post(running_node, "/webhooks/accounts", joined)["new"] == 2
+    terminated = pix()
+    _post(running_node, "/webhooks/qrcode/pix", json.dumps({"pix": [terminated]}).encode() + b"\0")
+    items = _items(running_node)
+    for batched in (first, second):
+        said = _warned(items[f"pix:{batched['endToEndId']}"])["/"]
+        assert said.startswith('one {"pix": [...]} body, not an array of them; ')
+        assert "it came as 2 one after another" in said
+    assert {
+        "accounts:TRANSFER:nd-TRANSFER:LIQUIDATED",
+        "accounts:RECEIVE:nd-RECEIVE:LIQUIDATED",
+    } <= set(items)
+    assert "NUL bytes" in _warned(items[f"pix:{terminated['endToEndId']}"])["/"]
+    # What is no JSON after the first document is still no JSON.
+    for broken in (b'{"pix": []} garbage', b'{"pix": []}\n{"pix": '):
+        refused = running_node.http.post("/webhooks/qrcode/pix", content=broken, headers=HEADERS)
+        assert refused.status_code == 400, broken
+    running_node.wait_processed()
+    assert {i.status for i in _items(running_node).values()} == {"processed"}
