@@ -295,6 +295,9 @@ def _loads_leniently(text: str, flags: list[str], members: _Members) -> Any:
 # What may stand between documents sent one after another: whitespace, and the NUL a C
 # sender writes after its string when it posts the terminator too.
 _BETWEEN = " \t\r\n\x00"
+# Documents read one after another at most: each costs the event loop a call of its own,
+# and a relay's batch is far smaller; more (a body of bare numbers, say) is refused.
+MAX_DOCUMENTS = 1000
 
 
 def _one_after_another(
@@ -312,6 +315,8 @@ def _one_after_another(
             at += 1
         if at == len(text):
             break
+        if len(found) == MAX_DOCUMENTS:
+            raise first
         try:
             value, at = decoder.raw_decode(text, at)
         except ValueError:
