@@ -322,6 +322,8 @@ def _one_after_another(
         except ValueError:
             raise first from None
         found.append(value)
+    if not found:
+        raise first  # NUL bytes alone: no document at all
     if len(found) == 1:
         flags.append("one JSON document and nothing after it (NUL bytes were not read)")
         return found[0]

@@ -342,7 +342,7 @@ def test_documents_sent_one_after_another_are_each_read(running_node: RunningNod
     assert "NUL bytes" in _warned(items[f"pix:{terminated['endToEndId']}"])["/"]
     # What is no JSON after the first document is still no JSON; nor are more documents
     # than any batch holds.
-    for broken in (b'{"pix": []} garbage', b'{"pix": []}\n{"pix": ', b"{}\n" * 1001):
+    for broken in (b'{"pix": []} garbage', b'{"pix": []}\n{"pix": ', b"{}\n" * 1001, b"\0"):
         refused = running_node.http.post("/webhooks/qrcode/pix", content=broken, headers=HEADERS)
         assert refused.status_code == 400, broken
     running_node.wait_processed()
