@@ -543,6 +543,12 @@ class DeniedClaim(SQLModel, table=True):
     inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger, index=True)
 
 
+# A charge in these (or removed: REMOVIDA_PELO_USUARIO_RECEBEDOR, REMOVIDA_PELO_PSP) can no
+# longer be paid; the BCB's charge says no time for it (``ExpectedPayment.ended_seen_at``).
+ENDED_CHARGE_STATES = ("EXPIRADA", "REJEITADA", "CANCELADA")
+REMOVED_CHARGE_PREFIX = "REMOVID"
+
+
 class ExpectedPaymentBase(SQLModel):
     kind: str = Field(max_length=16, description="cob, cobv, cobr or invoice")
     ref: str = Field(max_length=100, description="txid, or the invoice id")
@@ -577,6 +583,17 @@ class ExpectedPaymentBase(SQLModel):
     )
     debtor_name: str | None = Field(
         default=None, max_length=200, description="devedor's name (personal data)"
+    )
+    ended_seen_at: datetime | None = Field(
+        default=None,
+        sa_type=UtcDateTime,
+        description="when a status ending it unpaid (removed, expired, rejected, cancelled) "
+        "was first received in place of an open one; null when first stored ended",
+    )
+    open_seen_at: datetime | None = Field(
+        default=None,
+        sa_type=UtcDateTime,
+        description="when the open state that ended status replaced had been received",
     )
 
 
@@ -631,6 +648,30 @@ class BalanceSnapshot(SQLModel, table=True):
     available_cents: int = Field(sa_type=BigInteger)
     # Indexed: deleting an inbox item (retention) checks every table pointing at it.
     inbox_item_id: int = Field(foreign_key="inbox_item.id", sa_type=BigInteger, index=True)
+
+
+class UnreadItem(SQLModel, table=True):
+    """An item a provider's listing sent that could not be read, kept until a later read
+    of the same listing over its time reads it whole: the days it may belong to are not
+    read whole until then (``reconcile/unread.py``). Where and why it could not be read,
+    never its content (personal data)."""
+
+    __tablename__ = "unread_item"
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=IdType)
+    listing: str = Field(max_length=16, description="statement, pix, cob, cobv, cobr, rec, …")
+    item_key: str | None = Field(
+        default=None, max_length=100, description="the item's id as listed, when readable"
+    )
+    reason: str = Field(sa_type=Text, description="where and why it could not be read")
+    at_from: datetime = Field(
+        sa_type=UtcDateTime,
+        index=True,
+        description="when it happened, as far as known: its own time when readable, else "
+        "the window its listing was read over (at_from to at_until)",
+    )
+    at_until: datetime = Field(sa_type=UtcDateTime)
+    seen_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 class QuarantinedDelivery(SQLModel, table=True):

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
+from sqlalchemy import ColumnElement, case, literal, literal_column, or_
 from sqlmodel import Session
 
+from reconcile.db import table_of
 from reconcile.handlers.common import PermanentItemError, parse_payload, upsert_latest, validate
 from reconcile.inbox import dump_json
-from reconcile.models import ExpectedPayment, InboxItem
+from reconcile.models import (
+    ENDED_CHARGE_STATES,
+    REMOVED_CHARGE_PREFIX,
+    ExpectedPayment,
+    InboxItem,
+    UtcDateTime,
+)
 from reconcile.money import to_cents
 from reconcile.payloads.charges import CHARGE_KINDS, Charge, Invoice
 from reconcile.payloads.tolerant import read_timestamp
@@ -79,6 +88,38 @@ def collection_terms(raw: object) -> dict[str, Any]:
     }
 
 
+def ended(status: ColumnElement[str]) -> ColumnElement[bool]:
+    """A charge in ``status`` can no longer be paid: removed, expired, rejected, cancelled."""
+    return or_(status.like(f"{REMOVED_CHARGE_PREFIX}%"), status.in_(ENDED_CHARGE_STATES))
+
+
+def _ended_seen(item: InboxItem, status: str) -> Callable[[Any], dict[str, Any]]:
+    """For an ended status replacing an open one: when each was received
+    (``ended_seen_at``, ``open_seen_at``). The BCB's charge says no time for its removal,
+    and a charge seen open before its day ended and ended only after was open at that end,
+    whenever its day is asked about again (``matching/charges.py``). One first stored
+    ended keeps neither: nothing says it was ever open. Written only where the update is
+    (a later fact, ``rank``)."""
+    stored = table_of(ExpectedPayment)
+    ending = status.startswith(REMOVED_CHARGE_PREFIX) or status in ENDED_CHARGE_STATES
+    if not ending:
+        return lambda _excluded: {"ended_seen_at": None, "open_seen_at": None}
+    # The stored row's item, before this update points it at the ended one's. Written out:
+    # SQLAlchemy does not correlate a subquery with the row an upsert updates.
+    open_item = literal_column(
+        "(SELECT inbox_item.received_at FROM inbox_item"
+        " WHERE inbox_item.id = expected_payment.inbox_item_id)",
+        UtcDateTime,
+    )
+    was_ended = ended(stored.c.status)
+    return lambda _excluded: {
+        "ended_seen_at": case(
+            (was_ended, stored.c.ended_seen_at), else_=literal(item.received_at, UtcDateTime)
+        ),
+        "open_seen_at": case((was_ended, stored.c.open_seen_at), else_=open_item),
+    }
+
+
 def handle_charge(session: Session, item: InboxItem) -> None:
     payload = parse_payload(item)
     kind = payload.get("kind") if isinstance(payload, dict) else None
@@ -109,5 +150,8 @@ def handle_charge(session: Session, item: InboxItem) -> None:
             "debtor_name": debtor.nome if debtor else None,
             "rank": charge.revisao * 10 + STATUS_RANK.get(charge.status, 5),
             "inbox_item_id": item.id,
+            "ended_seen_at": None,
+            "open_seen_at": None,
         },
+        _ended_seen(item, charge.status),
     )

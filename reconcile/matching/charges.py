@@ -12,7 +12,14 @@ from reconcile.db import dialect_of, table_of
 from reconcile.matching.context import RunContext
 from reconcile.matching.movements import pix_time, refund_time, refunds_made
 from reconcile.matching.verdicts import Verdict, insert_verdicts
-from reconcile.models import Confirmation, ExpectedPayment, PixReceived, PixRefund
+from reconcile.models import (
+    ENDED_CHARGE_STATES,
+    REMOVED_CHARGE_PREFIX,
+    Confirmation,
+    ExpectedPayment,
+    PixReceived,
+    PixRefund,
+)
 
 STATED = Confirmation.stated()
 
@@ -48,6 +55,8 @@ def match_charges(session: Session, ctx: RunContext) -> None:
             E.c.amount_cents,
             E.c.amount_due_cents,
             E.c.inbox_item_id,
+            E.c.ended_seen_at,
+            E.c.open_seen_at,
         )
         .where(E.c.id.in_(concerned))
         .cte("e")
@@ -116,9 +125,24 @@ def match_charges(session: Session, ctx: RunContext) -> None:
     joined = expected.outerjoin(paid, paid.c.txid == expected.c.txid).outerjoin(
         refunded, refunded.c.txid == expected.c.txid
     )
+    ended_seen, open_seen = expected.c.ended_seen_at, expected.c.open_seen_at
     gone = or_(
-        expected.c.status.like("REMOVID%"),
-        expected.c.status.in_(("EXPIRADA", "REJEITADA", "CANCELADA")),
+        # Ended by the day's end: one seen open before it and removed (or cancelled…) only
+        # after was open at it, and its day re-run later still says so. One stored ended
+        # from the first, or with both states received after the day, is judged as it
+        # stands: nothing says when it was open.
+        and_(
+            or_(
+                expected.c.status.like(f"{REMOVED_CHARGE_PREFIX}%"),
+                expected.c.status.in_(ENDED_CHARGE_STATES),
+            ),
+            or_(
+                ended_seen.is_(None),
+                open_seen.is_(None),
+                ended_seen < ctx.end,
+                open_seen >= ctx.end,
+            ),
+        ),
         # Judged as of the day's end: re-running a past day never expires it later. One
         # that expires at that very instant can no longer be paid (criacao + expiracao is
         # its end, as the provider counts it). A cobv is payable through the whole of its

@@ -36,6 +36,7 @@ from reconcile.models import (
     RecurringCharge,
 )
 from reconcile.timeutil import BUSINESS_TZ, as_utc
+from reconcile.unread import unread_on
 
 # How many pending items and carried items the report lists one by one (the rest are
 # counted; every one of them is a row in ``reconciliation_item``).
@@ -292,6 +293,9 @@ def incomplete_because(
             "opening to closing balance cannot be closed (poll the balance with `pixrecon "
             "poll`; a day before the statement's first line has none)"
         )
+    # Whichever read skipped them (a periodic poll, or a fetch of this or another day):
+    # what they left out is in no total, and the lines read close the bridge without it.
+    reasons.extend(unread_on(session, ctx.day, ctx.start, ctx.end, ctx.statement_end))
     reasons.extend(unconfirmable(session, ctx, sources))
     return reasons
 

@@ -58,7 +58,12 @@ def poll_statement(
 ) -> PollResult:
     found = api.iter_statement(start, end)
     return walk_and_store(
-        engine, found, lambda line: [statement_item(line)], on_new, what="statement"
+        engine,
+        found,
+        lambda line: [statement_item(line)],
+        on_new,
+        what="statement",
+        window=(start, end),
     )
 
 
@@ -74,7 +79,9 @@ def poll_infractions(
     api: AccountsSource, engine: Engine, start: datetime, end: datetime, on_new: OnNew = None
 ) -> PollResult:
     found = api.iter_infractions(start=start, end=end)
-    return walk_and_store(engine, found, _notification("INFRACTION"), on_new, what="infraction")
+    return walk_and_store(
+        engine, found, _notification("INFRACTION"), on_new, what="infraction", window=(start, end)
+    )
 
 
 def refresh_open_infractions(

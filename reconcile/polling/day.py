@@ -135,19 +135,12 @@ def sources_of(
 ) -> Sources:
     """What the day's judgement can rely on: the configured API families, whatever failed
     while fetching, and whether the statement was read over the day — by ``fetched``, or
-    (``statement_polled``) by the periodic polls up to the judging time."""
+    (``statement_polled``) by the periodic polls up to the judging time. An item a listing
+    sent that could not be read is not here: whichever read skipped it, every run of its
+    day finds it stored (``reconcile/unread.py``)."""
     problems = []
     if fetched is not None and fetched.confirmed is not None and fetched.confirmed.interrupted:
         problems.append("the provider stopped answering while pending notifications were confirmed")
-    unread = fetched.steps["statement"].invalid if fetched and "statement" in fetched.steps else 0
-    if unread:
-        # Skipped, its money is in no total, and the balance the lines read close the
-        # bridge without it: "adds up" would be a claim about a statement not read whole.
-        lines = "1 statement line" if unread == 1 else f"{unread} statement lines"
-        problems.append(
-            f"{lines} the accounts API sent could not be read (logged as poll_invalid_item): "
-            "the statement was not read whole; ask the provider what the line is"
-        )
     return Sources(
         qrcode=providers.qrcode is not None,
         accounts=providers.accounts is not None,

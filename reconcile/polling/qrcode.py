@@ -74,6 +74,7 @@ def poll_received_pix(
         page=page_size,
         on_progress=on_progress,
         on_page=confirm,
+        window=(inicio, fim),
     )
     result.settled = settled
     return result
@@ -152,7 +153,12 @@ def poll_charges(
     """Every charge and recurrence created in [start, end], by kind."""
     return {
         kind: walk_and_store(
-            engine, listing(start, end), partial(_one_charge, kind), on_new, what=kind
+            engine,
+            listing(start, end),
+            partial(_one_charge, kind),
+            on_new,
+            what=kind,
+            window=(start, end),
         )
         for kind, listing in (
             ("cob", api.list_cobs),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -17,6 +18,7 @@ from reconcile.logs import get_logger
 from reconcile.models import Source
 from reconcile.payloads import PayloadInvalid
 from reconcile.provider.errors import NotFound
+from reconcile.unread import Skipped, remember, skipped
 
 log = get_logger(__name__)
 
@@ -60,10 +62,15 @@ def walk_and_store(
     page: int = 200,
     on_progress: Callable[[int], object] | None = None,
     on_page: Callable[[list[dict[str, Any]]], object] | None = None,
+    window: tuple[datetime, datetime] | None = None,
 ) -> PollResult:
     """Store what an API walk finds, ``page`` items per transaction. ``on_page`` gets
-    what the API sent for each page once its items are stored."""
+    what the API sent for each page once its items are stored. ``window``: the listing
+    ``what`` was read over it, and the items it skipped are remembered once the walk has
+    reached its end (``reconcile/unread.py``): the days they may belong to were not read
+    whole."""
     result = PollResult()
+    unread: list[Skipped] = []
     batch: list[NewItem] = []
     listed: list[dict[str, Any]] = []
 
@@ -81,11 +88,13 @@ def walk_and_store(
         listed.append(raw)
         try:
             items = list(to_items(raw))
-        except (PayloadInvalid, ValidationError, ValueError):
+        except (PayloadInvalid, ValidationError, ValueError) as exc:
             # The API is authoritative but not infallible: count it (without its content,
             # which may hold personal data) and keep walking.
             result.invalid += 1
             log.warning("poll_invalid_item", what=what)
+            if window is not None:
+                unread.append(skipped(what, raw, exc))
             continue
         # Each item carries its references (the index is written when it is stored) and
         # its warnings, like a webhook's.
@@ -94,6 +103,8 @@ def walk_and_store(
         if len(batch) >= page:
             flush()
     flush()
+    if window is not None:
+        remember(engine, what, *window, unread)
     if result.flagged:
         log.info("poll_items_flagged", what=what, items=result.flagged)
     return result

@@ -30,6 +30,7 @@ from reconcile.models import AccountMovement, Confirmation, PixRefund, Source
 from reconcile.nightly import NightlyResult, reconcile_day
 from reconcile.payloads.accounts import accounts_items
 from reconcile.payloads.automatico import rec_callback_items
+from reconcile.payloads.charges import charge_item
 from reconcile.payloads.pix import pix_callback_items
 from reconcile.processing import process_items
 from reconcile.provider.errors import NotFound
@@ -585,6 +586,66 @@ def test_a_charge_that_expires_at_the_days_last_instant_is_expired_on_it(engine:
         reconcile_day(engine, PAST, now=AFTER + timedelta(weeks=3)).report["charges"]
         == (first.report["charges"])
     )
+
+
+@pytest.mark.parametrize("ended", ["REMOVIDA_PELO_USUARIO_RECEBEDOR", "REMOVIDA_PELO_PSP"])
+def test_a_charge_removed_the_day_after_was_unpaid_at_its_days_end(
+    engine: Engine, ended: str
+) -> None:
+    """Open and unpaid at midnight, removed the next morning: the BCB's charge says no time
+    for its removal, so the day judges it by when the removal was first seen, and its
+    charges read the same before and after — never "expired" for a charge open at its end."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    txid = "cobremovedthedayafter00000001"
+    raw = {
+        "txid": txid,
+        "calendario": {"criacao": book.at("09:00").isoformat(), "expiracao": 86_400 * 3},
+        "valor": {"original": reais(2_500)},
+    }
+    book._store([charge_item("cob", {**raw, "status": "ATIVA"})], Source.POLL, START)
+    first = reconcile_day(engine, PAST, now=AFTER)
+    assert first.report["charges"] == {"unpaid": 1}
+    removed = END + timedelta(hours=10)
+    book._store([charge_item("cob", {**raw, "status": ended})], Source.POLL, removed)
+    later = reconcile_day(engine, PAST, now=removed + timedelta(weeks=2))
+    assert later.report["charges"] == {"unpaid": 1}
+    assert _comparable(later) == _comparable(first)
+    # Removed before midnight, it could no longer be paid at the day's end.
+    same_day = "cobremovedthesameday000000001"
+    book._store(
+        [charge_item("cob", {**raw, "txid": same_day, "status": "ATIVA"})], Source.POLL, START
+    )
+    book._store(
+        [charge_item("cob", {**raw, "txid": same_day, "status": ended})],
+        Source.POLL,
+        END - timedelta(hours=1),
+    )
+    verdicts = verdicts_of(engine, reconcile_day(engine, PAST, now=AFTER))
+    assert verdicts[("charge", "cob:" + same_day)].status == "expired"
+    assert verdicts[("charge", "cob:" + txid)].status == "unpaid"
+
+
+def test_a_charge_not_seen_open_at_its_days_end_is_judged_as_it_stands(engine: Engine) -> None:
+    """Nothing says when a charge first listed already removed was open, nor one whose
+    states all came after its day (a day loaded later than it happened): each reads
+    removed on its day, as it did before the removal had a time."""
+    book = DayBook(engine, PAST)
+    _clean_day(book)
+    later = END + timedelta(days=3)
+    raw = {
+        "calendario": {"criacao": book.at("09:00").isoformat(), "expiracao": 86_400 * 3},
+        "valor": {"original": reais(2_500)},
+    }
+    removed = "REMOVIDA_PELO_USUARIO_RECEBEDOR"
+    first_seen_removed = {**raw, "txid": "cobfirstseenremoved0000000001", "status": removed}
+    book._store([charge_item("cob", first_seen_removed)], Source.POLL, later)
+    loaded = {**raw, "txid": "cobloadedafteritsday000000001"}
+    book._store([charge_item("cob", {**loaded, "status": "ATIVA"})], Source.POLL, later)
+    book._store(
+        [charge_item("cob", {**loaded, "status": removed})], Source.POLL, later + timedelta(hours=1)
+    )
+    assert reconcile_day(engine, PAST, now=AFTER).report["charges"] == {"expired": 2}
 
 
 def _weekend_cobvs(book: DayBook, suffix: str) -> tuple[str, str]:
