@@ -15,7 +15,7 @@ was open at that end, and the day judges it so. Both are receipt times, so a day
 later than it happened (every state received after it) is judged as the states stand.
 Rows stored before this revision have neither: they are judged as they stand, as before.
 
-Revision ID: 0039
+Revision ID: 0036
 Revises: 0035
 Create Date: 2026-11-28
 """
@@ -26,7 +26,7 @@ import sqlalchemy as sa
 import sqlmodel.sql.sqltypes
 from alembic import op
 
-revision: str = "0039"
+revision: str = "0036"
 down_revision: str | None = "0035"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
