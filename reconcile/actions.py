@@ -67,6 +67,14 @@ def _about_a_return(
         )
     if status == "unconfirmed_webhook":
         return f"do not count this return of {brl(actual)}: the provider does not stand behind it"
+    if status == "unknown_to_provider":
+        # The API does not stand behind the payout it returns: nothing of it was credited
+        # as far as anyone knows, so nothing was "not credited as notified".
+        return (
+            f"do not count this return of {brl(actual)}: the provider does not stand behind "
+            "the payout it returns; ask the provider whether it sent this notification, and "
+            "find out who did if not"
+        )
     if status == "amount_mismatch":
         return f"ask the provider: a return of {brl(actual)}, credited as {brl(expected)}"
     return f"ask the provider why the return of {brl(actual)} was not credited as notified"
@@ -77,6 +85,10 @@ def _about_a_return(
 API_SAYS_PAID = "the provider's API says this payout was paid out"
 API_SAYS_NOT_PAID = "the provider's API says this payout was not paid out"
 API_STILL_PROCESSING = "it still has it in progress"
+# How a payout's reason says the provider was never asked about it, or has not answered
+# (``matching/payouts.py``): neither says that the provider does not know it.
+PAYOUT_UNASKABLE = "the provider cannot be asked"
+PAYOUT_NOT_CONFIRMED = "not confirmed by the provider within the grace period"
 
 
 def _about_a_payout(
@@ -107,6 +119,20 @@ def _about_a_payout(
         return (
             f"ask the provider which payout the {brl(expected)} debited belongs to, and pay "
             "nobody again until you know"
+        )
+    if status == "unknown_to_provider" and PAYOUT_UNASKABLE in said:
+        # Nobody asked the provider: saying it does not know the payout would claim more
+        # than is known.
+        return (
+            f"do not count this payout of {brl(actual)} until the provider confirms it: the "
+            "notification names no idempotencyKey or endToEndId to look it up by; ask the "
+            "provider about it by the id it was notified with, and find out who sent it"
+        )
+    if status == "unknown_to_provider" and PAYOUT_NOT_CONFIRMED in said:
+        return (
+            f"do not count this payout of {brl(actual)} until the provider confirms it: its "
+            "API has not confirmed it within the grace period; ask the provider whether it "
+            "made it"
         )
     if status == "unknown_to_provider":
         return (
@@ -159,6 +185,10 @@ def _paid_twice(expected: int, actual: int, refund_by: date | None, today: date 
         f"due; ask the payer for the missing {brl(expected - actual)}"
     )
 
+
+NO_ATTEMPT_LEFT = "no attempt is left"
+"""How a recurring charge's reason says its debit was rejected for good
+(``matching/automatico.py``)."""
 
 # How a Pix Automático notification's reason says why it is not counted
 # (``matching/automatico.py``): the action depends on which.
@@ -273,6 +303,12 @@ def suggested_action(
             return _paid_twice(expected or 0, actual or 0, refund_by, today)
         if status == "underpaid":
             return f"ask the payer for the missing {brl(gap)}"
+        if status == "unpaid" and ref.startswith(COBR_REF) and reason and NO_ATTEMPT_LEFT in reason:
+            # No debit will come: waiting on the recurrence collects nothing.
+            return (
+                f"ask the payer to pay the {brl(expected)} of this recurring charge another "
+                "way (a Pix or a new charge): their bank rejected its debit and no retry is left"
+            )
         if status in ("unpaid", "expired"):
             return f"follow up with the payer: {brl(expected)} was not paid"
         return (

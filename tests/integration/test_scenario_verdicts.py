@@ -149,6 +149,10 @@ def test_forged_notifications_never_count_and_stop_nothing(engine: Engine) -> No
         ]
         assert [(row.status, row.exception) for row in keyless] == [("unknown_to_provider", True)]
         assert "cannot be asked" in keyless[0].reason
+        # Nobody could ask the provider about it: its action does not say it is unknown there.
+        unasked = next(c for c in result.report["exceptions"] if c["ref"] == keyless[0].ref)
+        assert "does not know" not in unasked["action"], unasked["action"]
+        assert "until the provider confirms it" in unasked["action"], unasked["action"]
         forged_pix = next(n for n in outcome.notifications if n.forged and n.channel == "pix")
         e2e = forged_pix.payload["endToEndId"]
         assert _status(verdicts, "movement", e2e) == ("unconfirmed_webhook", True)

@@ -97,3 +97,57 @@ def test_a_sale_nobody_stands_behind_is_not_delivered() -> None:
     for ref in (e2e, "credit:rcv-1"):
         action = suggested_action("movement", "unconfirmed_webhook", None, 7_000, ref=ref)
         assert action.startswith("do not deliver"), (ref, action)
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        # reconcile.matching.payouts: the provider was never asked, or has not answered.
+        "notified without an idempotencyKey or endToEndId: the provider cannot be asked",
+        "not confirmed by the provider within the grace period: do not count it",
+    ],
+)
+def test_a_payout_nobody_could_confirm_is_not_said_unknown_to_the_provider(reason: str) -> None:
+    """Only a payout the provider's API was asked about and denies is one it "does not
+    know": of the others nothing is known but that nobody stands behind them yet."""
+    action = suggested_action("payout", "unknown_to_provider", None, 3_000, reason=reason)
+    assert "does not know" not in action, action
+    assert action.startswith("do not count this payout of R$ 30,00 until the provider confirms")
+    denied = suggested_action(
+        "payout",
+        "unknown_to_provider",
+        None,
+        3_000,
+        reason="notified, but the provider does not know this payout: do not count it",
+    )
+    assert "the provider does not know it" in denied, denied
+
+
+def test_a_return_of_a_payout_nobody_stands_behind_is_not_counted() -> None:
+    action = suggested_action(
+        "movement",
+        "unknown_to_provider",
+        None,
+        10_000,
+        ref="return:D12345678202603101000abcdefghij1",
+        reason="a return notified, but the provider does not stand behind its payout: do not "
+        "count it",
+    )
+    assert action.startswith("do not count this return of R$ 100,00"), action
+    assert "not credited as notified" not in action, action
+
+
+def test_a_recurring_debit_rejected_for_good_asks_the_payer_to_pay_another_way() -> None:
+    action = suggested_action(
+        "charge",
+        "unpaid",
+        3_500,
+        None,
+        ref="cobr:bWS71VKyr8mvIKzaEa6LPjoFlY5bmTbR",
+        reason="the payer's bank rejected the debit (AC06), and no attempt is left: ask the "
+        "payer to pay otherwise",
+    )
+    assert action.startswith("ask the payer to pay the R$ 35,00 of this recurring charge"), action
+    # A charge still waiting for its payment is only followed up.
+    waiting = suggested_action("charge", "unpaid", 3_500, None, ref="cob:abc")
+    assert waiting == "follow up with the payer: R$ 35,00 was not paid"
