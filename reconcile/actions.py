@@ -92,7 +92,7 @@ PAYOUT_NOT_CONFIRMED = "not confirmed by the provider within the grace period"
 
 
 def _about_a_payout(
-    status: str, expected: int | None, actual: int | None, reason: str | None = None
+    status: str, expected: int | None, actual: int | None, reason: str | None = None, ref: str = ""
 ) -> str:
     # ``expected`` is what the statement debited, ``actual`` what was notified.
     said = reason or ""
@@ -125,8 +125,8 @@ def _about_a_payout(
         # than is known.
         return (
             f"do not count this payout of {brl(actual)} until the provider confirms it: the "
-            "notification names no idempotencyKey or endToEndId to look it up by; ask the "
-            "provider about it by the id it was notified with, and find out who sent it"
+            "notification gives no idempotencyKey or endToEndId to look it up by; ask the "
+            f"provider about its id {ref or 'as notified'}, and who sent the notification"
         )
     if status == "unknown_to_provider" and PAYOUT_NOT_CONFIRMED in said:
         return (
@@ -316,7 +316,7 @@ def suggested_action(
             "itemised another amount"
         )
     if subject == "payout":
-        return _about_a_payout(status, expected, actual, reason)
+        return _about_a_payout(status, expected, actual, reason, ref)
     if subject == "movement":
         if status == "unconfirmed_webhook":
             # Only the notification names an amount; the API stands behind none.

@@ -99,18 +99,23 @@ def test_a_sale_nobody_stands_behind_is_not_delivered() -> None:
         assert action.startswith("do not deliver"), (ref, action)
 
 
+UNASKABLE = "notified without an idempotencyKey or endToEndId: the provider cannot be asked"
+
+
 @pytest.mark.parametrize(
     "reason",
     [
         # reconcile.matching.payouts: the provider was never asked, or has not answered.
-        "notified without an idempotencyKey or endToEndId: the provider cannot be asked",
+        UNASKABLE,
         "not confirmed by the provider within the grace period: do not count it",
     ],
 )
 def test_a_payout_nobody_could_confirm_is_not_said_unknown_to_the_provider(reason: str) -> None:
     """Only a payout the provider's API was asked about and denies is one it "does not
     know": of the others nothing is known but that nobody stands behind them yet."""
-    action = suggested_action("payout", "unknown_to_provider", None, 3_000, reason=reason)
+    action = suggested_action(
+        "payout", "unknown_to_provider", None, 3_000, ref="932695443", reason=reason
+    )
     assert "does not know" not in action, action
     assert action.startswith("do not count this payout of R$ 30,00 until the provider confirms")
     denied = suggested_action(
@@ -121,6 +126,10 @@ def test_a_payout_nobody_could_confirm_is_not_said_unknown_to_the_provider(reaso
         reason="notified, but the provider does not know this payout: do not count it",
     )
     assert "the provider does not know it" in denied, denied
+    unaskable = suggested_action(
+        "payout", "unknown_to_provider", None, 3_000, ref="932695443", reason=UNASKABLE
+    )
+    assert "ask the provider about its id 932695443" in unaskable, unaskable
 
 
 def test_a_return_of_a_payout_nobody_stands_behind_is_not_counted() -> None:
