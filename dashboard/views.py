@@ -17,6 +17,7 @@ from dashboard.queries import (
     CaseQuery,
     Hour,
     Reports,
+    Run,
     case_facets,
     hourly_pix,
     latest_run,
@@ -108,6 +109,7 @@ def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[
     add_references(session, rows)
     pages = max(1, -(-total // page_size))
     return {
+        "unjudged": unjudged_runs(session, {row["business_date"] for row in rows}),
         "query": query,
         # Offered for download only when there is a run to export (else the link answers
         # 404, which a browser's download swallows without a word).
@@ -120,6 +122,14 @@ def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[
         "sorts": SORTS,
         "now": utcnow(),
     }
+
+
+def unjudged_runs(session: Session, days: set[date]) -> list[Run]:
+    """The latest runs, of these days, that could not read every source: the cases they
+    raised claim nothing until the day is reconciled again, as ``pixrecon exceptions``
+    and ``pixrecon export`` warn."""
+    found = (latest_run(session, day) for day in sorted(days))
+    return [run for run in found if run is not None and run.verdict == "incomplete"]
 
 
 def _bare_ref(subject: str, ref: str) -> str:

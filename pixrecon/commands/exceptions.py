@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import date
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,6 +21,7 @@ from pixrecon.commands.common import (
     day_option,
     fail,
     known_id,
+    say,
 )
 from pixrecon.report import exceptions_table, human_table
 from reconcile.cases import (
@@ -74,6 +75,10 @@ def exceptions(
         )
     if not rows and business_day is not None:
         _judged_or_exit(engine, business_day)
+    for notice in _unjudged_days(engine, rows):
+        # Said before the list, on stderr, as `pixrecon export` says it: a person acting on
+        # these cases must know that their day's latest run claims nothing.
+        say(escape(notice), "warning")
     if output is OutputFormat.json:
         # ``id`` as well as ``case_id``: scripts written against the first listing read it.
         listed = [{"id": row["case_id"], **row} for row in rows]
@@ -87,6 +92,20 @@ def exceptions(
         Console(width=max(console.width, 5000)).print(exceptions_table(rows, wide=True))
         return
     console.print(exceptions_table(rows, today=business_today()))
+
+
+def _unjudged_days(engine: Engine, rows: list[dict[str, Any]]) -> list[str]:
+    """For each day of the listed cases whose latest completed run could not read every
+    source (``incomplete``), the line that says so."""
+    notices = []
+    for day in sorted({str(row["date"]) for row in rows}):
+        try:
+            notice = latest_completed_run(engine, date.fromisoformat(day)).notice()
+        except NotReconciled:
+            continue
+        if notice is not None:
+            notices.append(notice)
+    return notices
 
 
 def _judged_or_exit(engine: Engine, day: date) -> None:

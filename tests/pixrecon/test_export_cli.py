@@ -421,3 +421,24 @@ def test_a_reader_that_goes_away_changes_no_exit_code(
     said = cut.stderr.read().decode()
     assert cut.wait(timeout=120) == whole.returncode, said
     assert said == whole.stderr.decode()
+
+
+def test_the_exceptions_of_a_day_that_claims_nothing_are_listed_with_the_exports_warning(
+    pixrecon: Callable[..., Result],
+) -> None:
+    """A person working from ``pixrecon exceptions`` is told what ``pixrecon export`` tells
+    the file's reader: the day's latest run could not read every source, so its cases
+    claim nothing until the day is reconciled again."""
+    day = DAY.isoformat()
+    code, _, err = pixrecon("exceptions", "--date", day)
+    assert (code, err) == (0, "")  # the day was read whole: nothing to warn of
+    code, _, _ = pixrecon("reconcile", "--date", day, "--no-poll")
+    assert code == 2  # no provider configured: incomplete
+    _, _, exported = pixrecon("export", "--date", day, "--kind", "exceptions", "-f", "csv")
+    for args in ((), ("--date", day), ("--format", "json")):
+        code, out, err = pixrecon("exceptions", *args)
+        assert code == 0
+        assert "statement" in out  # the cases are still listed
+        said = " ".join(err.split())
+        assert "could not read every source (incomplete): its verdicts claim nothing" in said
+        assert said == " ".join(exported.split()), (said, exported)
