@@ -20,6 +20,24 @@ def differs(status: str) -> str:
     return DIFFERS.get(status, "status")
 
 
+# Verdicts whose ``actual`` is only what a notification stated: a Pix, refund, credit or
+# payout return the provider's API does not stand behind, a payout (or the payout a return
+# belongs to) it does not know. No money moved by it, as far as anyone knows.
+NOTIFIED_ONLY = frozenset(
+    {
+        ("movement", "unconfirmed_webhook"),
+        ("movement", "unknown_to_provider"),
+        ("payout", "unknown_to_provider"),
+    }
+)
+
+
+def notified_only(subject: str, status: str) -> bool:
+    """Whether the verdict's ``actual`` amount is only what a notification stated, so that
+    people read it as "notified", never as money that moved."""
+    return (subject, status) in NOTIFIED_ONLY
+
+
 # The ``ref`` of a payout return's verdict (``reconcile.matching.payouts``).
 RETURN_REF = "return:"
 # That of a Pix credit the accounts API notified (``RECEIVE``), by its reference there

@@ -196,3 +196,46 @@ def test_an_amount_is_never_split_across_lines(engine: Engine, width: int) -> No
         assert any(amount in line for line in lines), (amount, "\n".join(lines))
     split = [line for line in lines if re.search(r"R\$\s*[│┃]|R\$\s*$", line)]
     assert not split, "\n".join(lines)
+
+
+FORGED_PAYOUT = {
+    "case_id": 4,
+    "date": "2026-03-10",
+    "subject": "payout",
+    "ref": "forged-payout-9001",
+    "status": "unknown_to_provider",
+    "state": "open",
+    "lifecycle": "new",
+    "age_days": 0,
+    "priority": 2,
+    "reason": "notified, but the provider does not know this payout: do not count it",
+    "action": "do not count this payout of R$ 5.000,00: the provider does not know it",
+    "expected_cents": None,
+    "actual_cents": 500_000,
+}
+
+
+def test_an_amount_only_a_notification_stated_is_not_called_actual() -> None:
+    """A forged payout's R$ 5.000,00 never left the account: read as "actual" it would
+    claim that it did. Money the provider stands behind keeps its label."""
+    overpaid = {
+        **FORGED_PAYOUT,
+        "case_id": 3,
+        "subject": "charge",
+        "ref": "cob:tx1",
+        "status": "overpaid",
+        "expected_cents": 4_500,
+        "actual_cents": 5_000,
+    }
+    console = Console(width=80, record=True, color_system=None)
+    console.print(exceptions_table([FORGED_PAYOUT, overpaid]))
+    narrow = console.export_text()
+    _fits(narrow)
+    forged, paid = narrow.split("│ 3 ")
+    assert "notified only" in forged, narrow
+    assert "actual" not in forged, narrow
+    assert "actual" in paid, narrow
+    assert "notified only" not in paid, narrow
+    console = Console(width=5000, record=True, color_system=None)
+    console.print(exceptions_table([FORGED_PAYOUT], wide=True))
+    assert "R$ 5.000,00 (notified only)" in console.export_text()
