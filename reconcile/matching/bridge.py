@@ -48,7 +48,7 @@ from reconcile.matching.context import (
 )
 from reconcile.matching.infractions import api_debit, case_of_line
 from reconcile.matching.judgement import is_pending
-from reconcile.matching.movements import pix_time, refund_time
+from reconcile.matching.movements import api_states_made, pix_time, refund_time
 from reconcile.matching.payouts import (
     NOT_PAID,
     PAID_OUT,
@@ -205,6 +205,7 @@ def _webhook_and_api(
     confirmation: ColumnElement[Any],
     stated: list[ColumnElement[Any]] | None = None,
     notified: list[ColumnElement[Any]] | None = None,
+    contradicted: list[ColumnElement[Any]] | None = None,
 ) -> list[tuple[int, int]]:
     """Per amount of ``rows``: what was notified by webhook and what the API stands
     behind, all read in one pass over the rows and their items. The API stands behind a
@@ -215,29 +216,43 @@ def _webhook_and_api(
     (``amount_mismatch``); the API column counts that, as the matchers do, not the
     notified amount nor nothing. ``notified`` (one per amount): what webhooks said, where
     a row stands for the API's state and a notification it contradicts alike (payouts);
-    by default the amount itself."""
+    by default the amount itself. ``contradicted`` (one per amount): what the API states
+    for a row whose notified outcome it contradicts (``status_mismatch``, refunds): the
+    API's outcome counts, not the notification's; by default nothing."""
     inbox = table_of(InboxItem)
     counted = or_(
         confirmation == Confirmation.CONFIRMED.value,
         and_(confirmation == Confirmation.NOT_REQUIRED.value, inbox.c.poll_count > 0),
     )
     disputed = confirmation == Confirmation.AMOUNT_MISMATCH.value
+    denied = confirmation == Confirmation.STATUS_MISMATCH.value
 
-    def api(amount: ColumnElement[Any], says: ColumnElement[Any] | None) -> ColumnElement[Any]:
-        if says is None:
-            return case((counted, amount), else_=0)
-        return case((counted, amount), (disputed, says), else_=0)
+    def api(
+        amount: ColumnElement[Any],
+        says: ColumnElement[Any] | None,
+        outcome: ColumnElement[Any] | None,
+    ) -> ColumnElement[Any]:
+        whens: list[tuple[ColumnElement[bool], ColumnElement[Any]]] = [(counted, amount)]
+        if says is not None:
+            whens.append((disputed, says))
+        if outcome is not None:
+            whens.append((denied, outcome))
+        return case(*whens, else_=0)
 
-    statements: list[ColumnElement[Any] | None] = list(stated) if stated else [None] * len(amounts)
+    nothing: list[ColumnElement[Any] | None] = [None] * len(amounts)
+    statements = list(stated) if stated else nothing
+    outcomes = list(contradicted) if contradicted else nothing
     said = list(notified) if notified else amounts
     sums = session.execute(
         select(
             *(
                 func.sum(figure)
-                for amount, says, told in zip(amounts, statements, said, strict=True)
+                for amount, says, told, outcome in zip(
+                    amounts, statements, said, outcomes, strict=True
+                )
                 for figure in (
                     case((inbox.c.webhook_count > 0, told), else_=0),
-                    api(amount, says),
+                    api(amount, says, outcome),
                 )
             )
         ).select_from(rows.outerjoin(inbox, items_of(session, inbox, inbox_id)))
@@ -287,15 +302,31 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
         pix.c.confirmation,
         stated=[pix.c.confirmed_amount_cents],
     )
-    refunds = select(R).where(ctx.within(refund_time(R)), R.c.status == "DEVOLVIDO").subquery()
+    # Refunds notified as made, and those notified otherwise that the API states made: the
+    # webhook column counts the first as notified, the API column each as the API states
+    # it (``refunds_made``) — one it denies gave nothing back, one it states made did.
+    notified_made = R.c.status == "DEVOLVIDO"
+    api_made = api_states_made(R)
+    refunds = (
+        select(R, notified_made.label("notified_made"), api_made.label("api_made"))
+        .where(ctx.within(refund_time(R)), or_(notified_made, api_made))
+        .subquery()
+    )
     med = refunds.c.natureza.in_(MED_NATURES)
+    told = case((refunds.c.notified_made, refunds.c.amount_cents), else_=0)
+    # The API states the outcome, not the amount, of a refund it contradicts
+    # (``take_api_states``): it gave what was asked for.
+    states_made = case(
+        (
+            refunds.c.api_made,
+            func.coalesce(refunds.c.confirmed_amount_cents, refunds.c.amount_cents),
+        ),
+        else_=0,
+    )
     figures["refunds_sent"], med_refunds = _webhook_and_api(
         session,
         refunds,
-        [
-            case((med, 0), else_=refunds.c.amount_cents),
-            case((med, refunds.c.amount_cents), else_=0),
-        ],
+        [case((med, 0), else_=told), case((med, told), else_=0)],
         refunds.c.inbox_item_id,
         refunds.c.confirmation,
         # A refund the API states for another amount: what it states left the account.
@@ -303,6 +334,7 @@ def source_figures(session: Session, ctx: RunContext) -> SourceFigures:
             case((med, 0), else_=refunds.c.confirmed_amount_cents),
             case((med, refunds.c.confirmed_amount_cents), else_=0),
         ],
+        contradicted=[case((med, 0), else_=states_made), case((med, states_made), else_=0)],
     )
     payouts = latest_payouts(ctx)
     figures["payouts"], returned_before = _webhook_and_api(

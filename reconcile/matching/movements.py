@@ -293,6 +293,15 @@ def refund_time(R: FromClause) -> ColumnElement[datetime]:
     return func.coalesce(R.c.settled_at, R.c.requested_at, R.c.updated_at)
 
 
+def api_states_made(R: FromClause) -> ColumnElement[bool]:
+    """A refund notified otherwise that the provider's API states made (``status_mismatch``
+    with the outcome it stated kept): the money left."""
+    return and_(
+        R.c.confirmation == Confirmation.STATUS_MISMATCH.value,
+        R.c.confirmed_status == "DEVOLVIDO",
+    )
+
+
 def refunds_made(R: FromClause) -> tuple[ColumnElement[bool], ColumnElement[int]]:
     """The refunds that gave money back as the provider's API stands behind them, and how
     much each gave: notified as made and confirmed (at the amount the API states, where it
@@ -300,13 +309,7 @@ def refunds_made(R: FromClause) -> tuple[ColumnElement[bool], ColumnElement[int]
     as made that the API denies, or has not confirmed, gave nothing back a Pix's net or a
     charge may count."""
     notified_made = R.c.status == "DEVOLVIDO"
-    made = or_(
-        and_(notified_made, R.c.confirmation.in_(Confirmation.stated())),
-        and_(
-            R.c.confirmation == Confirmation.STATUS_MISMATCH.value,
-            R.c.confirmed_status == "DEVOLVIDO",
-        ),
-    )
+    made = or_(and_(notified_made, R.c.confirmation.in_(Confirmation.stated())), api_states_made(R))
     cents = case(
         (R.c.confirmation.in_(Confirmation.counted()), R.c.amount_cents),
         else_=func.coalesce(R.c.confirmed_amount_cents, R.c.amount_cents),

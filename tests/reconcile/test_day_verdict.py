@@ -467,6 +467,58 @@ def test_a_refund_the_api_contradicts_names_the_outcome_the_api_states(
     assert charge == ("partially_refunded" if stated == "DEVOLVIDO" else "paid")
 
 
+@pytest.mark.parametrize("natureza", ["ORIGINAL", "MED_OPERACIONAL"])
+@pytest.mark.parametrize(
+    ("notified", "stated"), [("NAO_REALIZADO", "DEVOLVIDO"), ("DEVOLVIDO", "NAO_REALIZADO")]
+)
+def test_the_bridge_counts_a_refund_the_api_contradicts_as_the_api_states_it(
+    engine: Engine, notified: str, stated: str, natureza: str
+) -> None:
+    """The API column holds the refunds the API states made, whatever the notification
+    said: one notified as not made that the API states made is money that left (and the
+    statement's debit is explained), one notified as made that it denies is none. The
+    webhook column keeps what was notified; the gap is the refund's own exception."""
+    book = DayBook(engine, PAST)
+    rtr = "D18236120202603101500bridge00001"
+    refund = {
+        "id": "r-bridge",
+        "rtrId": rtr,
+        "valor": reais(5_000),
+        "natureza": natureza,
+        "status": notified,
+        "horario": {"solicitacao": book.at("15:00").isoformat()},
+    }
+    e2e = book.pix(10_000, "14:00", polled=False, refunds=[refund])
+    book.confirm_all_pix()
+    book.line("PIX_RECEIVED", 10_000, "14:00", credit=True, endToEndId=e2e)
+    if stated == "DEVOLVIDO":
+        book.line("PIX_REFUND_SENT", 5_000, "15:00", credit=False, endToEndId=rtr)
+    answer = {
+        "endToEndId": e2e,
+        "valor": reais(10_000),
+        "horario": book.at("14:00").isoformat(),
+        "devolucoes": [{**refund, "status": stated}],
+    }
+
+    class Api:
+        def get_pix(self, wanted: str) -> dict[str, Any]:
+            return answer
+
+    assert len(confirm_pending_refunds(engine, Api(), grace=timedelta(0)).mismatched) == 1
+    result = reconcile_day(engine, PAST, now=AFTER)
+    category = "refunds_sent" if natureza == "ORIGINAL" else "med_debits"
+    row = _bridge(result)[category]
+    made = 5_000 if stated == "DEVOLVIDO" else 0
+    told = 5_000 if notified == "DEVOLVIDO" else 0
+    assert (row["webhook_cents"], row["api_cents"], row["statement_cents"]) == (told, made, made)
+    assert row["difference_cents"] == 0
+    refs = {r["ref"]: r["status"] for r in result.report["exceptions"]}
+    assert refs.get(rtr) == "status_mismatch"
+    # Nothing left that no item explains: the refund's own exception says it all.
+    assert not [ref for ref in refs if ref.startswith("bridge:")]
+    assert result.report["bridge"]["residual_cents"] == 0
+
+
 def test_a_refund_the_api_has_not_confirmed_is_pending_then_its_own_exception(
     engine: Engine,
 ) -> None:
