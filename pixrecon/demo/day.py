@@ -18,10 +18,10 @@ from rich.progress import Progress
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from pixrecon.bootstrap import open_database
+from pixrecon.bootstrap import StartupError, open_database, shown_url
 from pixrecon.node import Node
 from pixrecon.sandbox_wiring import sandbox_servers
-from reconcile.db import session_scope
+from reconcile.db import DatabaseUrlError, parse_database_url, session_scope
 from reconcile.matching.context import Judging
 from reconcile.nightly import STEPS, NightlyResult, reconcile_day
 from reconcile.polling.day import fetch_day, sources_of
@@ -142,6 +142,26 @@ def check_empty(engine: Engine) -> None:
         )
 
 
+def open_demo_database(database_url: str) -> Engine:
+    """The demo's database, ready to play a day on: a SQLite file recreated, any other
+    migrated and empty. ``StartupError`` or ``DemoError`` when it cannot be, before
+    anything of the day is played or printed."""
+    try:
+        # Before ``reset_sqlite`` reads it: a URL that is none says so, not a traceback.
+        parse_database_url(database_url)
+    except DatabaseUrlError as exc:
+        raise StartupError(f"PIXRECON_DATABASE_URL={shown_url(database_url)!r}: {exc}") from None
+    reset_sqlite(database_url)
+    # Only where the database is counts here; the day's own settings come with the sandbox.
+    engine = open_database(Settings.model_construct(database_url=database_url), auto_upgrade=True)
+    try:
+        check_empty(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
 def _judge(node: Node, day: date, progress: Progress) -> NightlyResult:
     settings, engine, providers = node.settings, node.engine, node.runtime.jobs.providers
     task = progress.add_task("fetching the day", total=None)
@@ -178,16 +198,17 @@ def played_day(
     listen: tuple[str, int] = ("127.0.0.1", 0),
     login: Login | None = None,
     on_listening: Callable[[str], None] | None = None,
+    engine: Engine | None = None,
 ) -> Iterator[PlayedDay]:
     """Play ``scenario`` on ``day`` and reconcile it; the receiver (on ``listen``), its
-    workers and the sandbox keep running until the block ends."""
+    workers and the sandbox keep running until the block ends. ``engine``: the database
+    at ``database_url`` already opened by ``open_demo_database``."""
     provider = scenario_provider(scenario)
     secret = secrets.token_urlsafe(24)
-    reset_sqlite(database_url)
+    if engine is None:
+        engine = open_demo_database(database_url)
     with sandbox_servers(provider) as urls:
         settings = urls.configure(demo_settings(database_url, secret, login))
-        engine = open_database(settings, auto_upgrade=True)
-        check_empty(engine)
         host, port = listen
         with (
             Node(settings, engine) as node,

@@ -17,7 +17,13 @@ from sqlalchemy.engine import make_url
 
 from pixrecon.bootstrap import StartupError
 from pixrecon.demo.checks import checks_table, self_checks
-from pixrecon.demo.day import DEMO_LOG_LEVEL, DemoError, PlayedDay, played_day
+from pixrecon.demo.day import (
+    DEMO_LOG_LEVEL,
+    DemoError,
+    PlayedDay,
+    open_demo_database,
+    played_day,
+)
 from pixrecon.demo.serve import make_login, print_invitation, wait_for_interrupt
 from pixrecon.report import print_report
 from reconcile.formats import br_date, count
@@ -128,12 +134,39 @@ def _report(played: PlayedDay, console: Console, started: float, options: DemoOp
     return checks.ok
 
 
+def _could_not_run(exc: OSError) -> DemoError:
+    """A failure of the system (a read-only or full disk, a file it may not write) said
+    as it is."""
+    where = f": {exc.filename}" if exc.filename else ""
+    return DemoError(f"the demo could not run: {exc.strerror or exc}{where}")
+
+
+def _unusable_database(exc: StartupError, options: DemoOptions) -> DemoError:
+    # The demo's database is its --database-url, whatever the environment holds.
+    said = str(exc).replace("PIXRECON_DATABASE_URL", "--database-url")
+    if "`pixrecon db upgrade`" in said:
+        # That command migrates PIXRECON_DATABASE_URL, not the demo's --database-url.
+        said = said.replace(
+            "`pixrecon db upgrade`",
+            f"`PIXRECON_DATABASE_URL={database_shown(options)} pixrecon db upgrade`",
+        )
+    return DemoError(said)
+
+
 def run_demo(options: DemoOptions, console: Console) -> int:
     """0 when every self-check agrees, 1 when one does not; ``DemoError`` when the demo
     cannot run as asked."""
     started = time.monotonic()
     scenario, day = prepare(options)
     configure_logging(DEMO_LOG_LEVEL)
+    # The database is opened before the day is introduced: one that cannot be used is
+    # then the demo's one line, not a story cut short.
+    try:
+        engine = open_demo_database(options.database_url)
+    except OSError as exc:
+        raise _could_not_run(exc) from None
+    except StartupError as exc:
+        raise _unusable_database(exc, options) from None
     login = make_login() if options.serve else None
     console.print(
         f"[bold]pixrecon demo[/]: {escape(scenario.name)} on {br_date(day)}"
@@ -141,6 +174,7 @@ def run_demo(options: DemoOptions, console: Console) -> int:
     )
     listen = (options.host, options.port if options.serve else 0)
     with ExitStack() as running:
+        running.callback(engine.dispose)
         try:
             with _progress(console) as progress:
                 played = running.enter_context(
@@ -151,6 +185,7 @@ def run_demo(options: DemoOptions, console: Console) -> int:
                         progress=progress,
                         listen=listen,
                         login=login,
+                        engine=engine,
                     )
                 )
         except OSError as exc:
@@ -166,20 +201,10 @@ def run_demo(options: DemoOptions, console: Console) -> int:
                     f"the receiver cannot listen on {options.host}:{options.port} "
                     f"({exc.strerror or exc}): choose another with {other}"
                 ) from None
-            # Without --serve nothing listens on a port of the user's: another failure of
-            # the system (a read-only or full disk, a file it may not write) said as it is.
-            where = f": {exc.filename}" if exc.filename else ""
-            raise DemoError(f"the demo could not run: {exc.strerror or exc}{where}") from None
+            # Without --serve nothing listens on a port of the user's.
+            raise _could_not_run(exc) from None
         except StartupError as exc:
-            # The demo's database is its --database-url, whatever the environment holds.
-            said = str(exc).replace("PIXRECON_DATABASE_URL", "--database-url")
-            if "`pixrecon db upgrade`" in said:
-                # That command migrates PIXRECON_DATABASE_URL, not the demo's --database-url.
-                said = said.replace(
-                    "`pixrecon db upgrade`",
-                    f"`PIXRECON_DATABASE_URL={database_shown(options)} pixrecon db upgrade`",
-                )
-            raise DemoError(said) from None
+            raise _unusable_database(exc, options) from None
         except ProviderError as exc:
             raise DemoError(f"the sandbox's API failed while the day was fetched: {exc}") from None
         ok = _report(played, console, started, options)

@@ -198,6 +198,12 @@ def test_fees_netted_from_their_pix_agree_with_the_sandbox(tmp_path: Path) -> No
         (("--date", "2026-13-01"), "--date must be YYYY-MM-DD"),
         (("--date", "2999-01-01"), "choose an earlier --date"),
         (("--scenario", "nowhere.json"), "nowhere.json: invalid scenario"),
+        (("--database-url", "mysql://u@127.0.0.1/x"), "'mysql' is not supported"),
+        (("--database-url", "nonsense"), "--database-url='nonsense': not a database URL"),
+        (
+            ("--database-url", "postgresql://u@127.0.0.1:1/x"),
+            "cannot use the database at postgresql://u@127.0.0.1:1/x",
+        ),
     ],
 )
 def test_the_demo_says_in_one_line_why_it_cannot_run(
@@ -206,6 +212,8 @@ def test_the_demo_says_in_one_line_why_it_cannot_run(
     ran = run_pixrecon("demo", *args, cwd=tmp_path)
     assert ran.returncode == 2
     assert said in ran.stderr
+    # Nothing of the day is introduced that will not be played.
+    assert ran.stdout == ""
     assert len(ran.stderr.strip().splitlines()) == 1, ran.stderr
     assert "Traceback" not in ran.stderr
     assert not (tmp_path / "pixrecon-demo.db").exists()
@@ -230,6 +238,7 @@ def test_the_demo_on_an_empty_migrated_postgresql_database(
     again = run_pixrecon(*args, cwd=tmp_path, timeout=90)
     assert again.returncode == 2
     assert "needs an empty database" in again.stderr
+    assert again.stdout == ""
 
 
 EDGES = Path(__file__).parents[1] / "fixtures" / "scenarios" / "edges"
