@@ -371,13 +371,22 @@ def provider_advice(exc: BaseException, settings: Settings) -> str:
     """What to do about a provider's failure: a refusal of the credentials or of a
     permission is not cured by running again, so it names what to check instead."""
     if isinstance(exc, AuthenticationFailed):
-        names = [
-            f"PIXRECON_{family}_CLIENT_ID and PIXRECON_{family}_CLIENT_SECRET"
+        configured = [
+            family
             for family, url, client in (
                 ("QRCODE", settings.qrcode_api_url, settings.qrcode_client_id),
                 ("ACCOUNTS", settings.accounts_api_url, settings.accounts_client_id),
             )
             if url and client
+        ]
+        # The API that refused, where its client said which: the other's credentials
+        # were not what failed, and naming them sends people after the wrong secret.
+        refused = (exc.api or "").upper()
+        if refused in configured:
+            configured = [refused]
+        names = [
+            f"PIXRECON_{family}_CLIENT_ID and PIXRECON_{family}_CLIENT_SECRET"
+            for family in configured
         ]
         return (
             "the provider refused pixrecon's credentials: check "

@@ -27,6 +27,9 @@ class ProviderError(Exception):
         # error met on the first attempt and never retried leaves them unset.
         self.attempts: int | None = None
         self.elapsed: float | None = None
+        # The API family whose call failed (``qrcode``, ``accounts``), set by its client:
+        # what to check after a refusal is that family's settings, not every one's.
+        self.api: str | None = None
 
     def gave_up(self, attempts: int, elapsed: float) -> ProviderError:
         """This error, as the last of ``attempts`` made over ``elapsed`` seconds."""

@@ -86,8 +86,25 @@ class ApiTransport:
         Non-idempotent requests are retried only when the server certainly did not act
         (connection never made, or 429). A 401 triggers one token refresh, not a retry.
         ``endpoint``: the path's template (``/cob/{txid}``), its metrics label; without it
-        the label is guessed from the path.
+        the label is guessed from the path. An error raised names this API family
+        (``ProviderError.api``).
         """
+        try:
+            return self._request_json(method, path, params, body, idempotent, endpoint)
+        except ProviderError as exc:
+            if exc.api is None:
+                exc.api = self._api
+            raise
+
+    def _request_json(
+        self,
+        method: str,
+        path: str,
+        params: QueryParams | None,
+        body: Any,
+        idempotent: bool | None,
+        endpoint: str | None,
+    ) -> dict[str, Any]:
         method = method.upper()
         safe = idempotent if idempotent is not None else method in _IDEMPOTENT_METHODS
         url = self._base_url + path

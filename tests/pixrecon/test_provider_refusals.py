@@ -37,6 +37,38 @@ def test_the_advice_names_the_settings_of_the_configured_apis() -> None:
     assert provider_advice(ProviderUnavailable("503"), only) == (
         "run it again once the provider answers"
     )
+    # The API that refused, when its client says which, is the one whose settings to check.
+    refused = AuthenticationFailed("401")
+    refused.api = "accounts"
+    said = provider_advice(refused, both)
+    assert "PIXRECON_ACCOUNTS_CLIENT_ID and PIXRECON_ACCOUNTS_CLIENT_SECRET" in said
+    assert "QRCODE" not in said
+
+
+@pytest.mark.parametrize("args", [("poll", "--since", "2026-03-01T00:00:00Z"), ("poll",)])
+@pytest.mark.parametrize(
+    ("wrong", "named", "not_named"),
+    [("qrcode", "QRCODE", "ACCOUNTS"), ("accounts", "ACCOUNTS", "QRCODE")],
+)
+def test_a_refusal_names_the_credentials_of_the_api_that_refused(
+    tmp_path: Path, args: tuple[str, ...], wrong: str, named: str, not_named: str
+) -> None:
+    """Both APIs configured, one secret wrong: the line names that API's client id and
+    secret only, not all four settings."""
+    with sandbox_servers(SandboxProvider(seed=3)) as urls:
+        fields = {**urls.fields(), f"{wrong}_client_secret": "wrong"}
+        env = clean_env(database_url=f"sqlite:///{tmp_path / 'p.db'}", **fields)
+        run_pixrecon("db", "upgrade", cwd=tmp_path, env=env)
+        done = run_pixrecon(*args, cwd=tmp_path, env=env)
+    assert done.returncode == 2, done.stderr
+    said = " ".join(done.stderr.split())
+    assert (
+        f"the provider refused pixrecon's credentials: check PIXRECON_{named}_CLIENT_ID and "
+        f"PIXRECON_{named}_CLIENT_SECRET (and the client certificate" in said
+    ), said
+    assert not_named not in said
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize(
