@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 from rich.markup import escape
@@ -122,6 +123,9 @@ def sandbox(
             _write_atomically(env_file, text)
 
     day = day_option(date) if date is not None else None
+    if scenario is not None:
+        _webhook_url_or_exit("qrcode", qrcode_webhook_url)
+        _webhook_url_or_exit("accounts", accounts_webhook_url)
     if env_file is not None:
         writable_or_exit(env_file)
     _ports_free_or_exit(host, port, accounts_port)
@@ -157,6 +161,19 @@ def sandbox(
             "the sandbox stopped before it was up"
             + (" and its scenario played" if scenario is not None else "")
         ) from None
+
+
+def _webhook_url_or_exit(api: str, url: str) -> None:
+    """A URL the scenario's notifications can be posted to; else one line and exit 2,
+    before the sandbox starts: every delivery would fail, and the day would be played to
+    nobody."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise fail(
+            f"--{api}-webhook-url must be the absolute URL where the receiver takes the "
+            f"scenario's notifications, such as http://127.0.0.1:8000/webhooks/{api}; got "
+            f"{escape(repr(url))}"
+        )
 
 
 def _ports_free_or_exit(host: str, port: int, accounts_port: int) -> None:

@@ -21,6 +21,8 @@ from tests.cli_support import clean_env, run_pixrecon
 Case = tuple[tuple[str, ...], dict[str, str], str]
 Outcomes = dict[str, tuple[subprocess.CompletedProcess[str], str]]
 
+BUSINESS_DAY = Path(__file__).parents[2] / "pixrecon" / "demo" / "business-day.json"
+
 CASES: dict[str, Case] = {
     # A usage error names the command whose --help tells the right usage.
     "option_missing_its_values": (
@@ -223,6 +225,16 @@ CASES: dict[str, Case] = {
         ("sandbox", "--env-file", "{tmp}", "--port", "0", "--accounts-port", "0"),
         {},
         "cannot write {tmp}: it is a folder: name a file, e.g. {tmp}/NAME",
+    ),
+    # Played to a URL nothing can be posted to, the day would reach nobody.
+    "sandbox_webhook_url": (
+        (
+            *("sandbox", "--scenario", str(BUSINESS_DAY), "--qrcode-webhook-url", "notaurl"),
+            *("--port", "0", "--accounts-port", "0"),
+        ),
+        {},
+        "--qrcode-webhook-url must be the absolute URL where the receiver takes the "
+        "scenario's notifications, such as http://127.0.0.1:8000/webhooks/qrcode; got 'notaurl'",
     ),
     "sandbox_port_busy": (
         ("sandbox", "--port", "0", "--accounts-port", "{busy_port}"),
