@@ -17,7 +17,7 @@ from pixrecon.commands.common import (
     database_or_exit,
     progress,
 )
-from reconcile.settings import get_settings
+from reconcile.settings import MAX_DAYS, get_settings
 
 # What each count means, in the order the table shows them.
 COLUMNS = (
@@ -36,7 +36,9 @@ def prune_command(
     days: Annotated[
         int | None,
         typer.Option(
+            # As PIXRECON_RETENTION_DAYS: a longer period reaches before any date.
             min=1,
+            max=MAX_DAYS,
             help="retention period in days (default PIXRECON_RETENTION_DAYS, 90)",
             show_default=False,
         ),

@@ -91,3 +91,22 @@ def test_bad_options_and_no_database_exit_2_with_one_line(tmp_path: Path) -> Non
     done = run_pixrecon("prune", cwd=tmp_path, env=unreachable)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_period_reaching_before_any_date_is_refused_as_the_setting_is(tmp_path: Path) -> None:
+    """``--days`` bounded as ``PIXRECON_RETENTION_DAYS`` is: a longer period reaches before
+    any date, and once ended in an unexpected error."""
+    url = f"sqlite:///{tmp_path / 'prune.db'}"
+    engine = create_db_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    env = clean_env(database_url=url)
+    for days in ("800000", "99999999999"):
+        done = run_pixrecon("prune", "--dry-run", "--days", days, cwd=tmp_path, env=env)
+        assert done.returncode == 2, done.stderr
+        said = " ".join(done.stderr.split())
+        assert "Invalid value for '--days': Input should be less than or equal to 36500" in said
+        assert "unexpected error" not in said
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    done = run_pixrecon("prune", "--dry-run", "--days", "36500", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
