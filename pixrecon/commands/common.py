@@ -156,6 +156,13 @@ def moment_option(raw: str, option: str) -> datetime:
         moment = datetime.fromisoformat(raw)
     except ValueError:
         raise fail(problem) from None
+    if not FIRST_DAY <= moment.date() <= LAST_DAY:
+        # As for a day: a time Python cannot hold once in UTC (9999-12-31T23:00 in São
+        # Paulo) would end the command in an unexpected error.
+        raise fail(
+            f"{option} {escape(repr(raw))} is outside the times pixrecon handles "
+            f"({FIRST_DAY.isoformat()} to {LAST_DAY.isoformat()})"
+        )
     return moment if moment.tzinfo else moment.replace(tzinfo=BUSINESS_TZ)
 
 

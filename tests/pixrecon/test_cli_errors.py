@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
+from migrations.apply import upgrade
+from reconcile.db import create_db_engine
 from tests.cli_support import clean_env, run_pixrecon
 
 # (arguments, settings without the prefix, what the error line must say). Paths and ports
@@ -607,3 +609,39 @@ def test_a_read_only_database_is_named_so_not_a_server_that_is_down(
     assert "is read-only (attempt to write a readonly database)" in line, line
     assert "server is running" not in line, line
     assert "OperationalError" not in line, line
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ("poll", "--since", "2026-01-01T00:00", "--until", "9999-12-31T23:59"),
+            "--until '9999-12-31T23:59' is outside the times pixrecon handles "
+            "(1900-01-01 to 9998-12-31)",
+        ),
+        (
+            ("poll", "--since", "9999-12-31T23:00", "--until", "9999-12-31T23:59"),
+            "--since '9999-12-31T23:00' is outside the times pixrecon handles",
+        ),
+        (
+            ("events", "replay", "--since", "0001-01-01T00:00"),
+            "--since '0001-01-01T00:00' is outside the times pixrecon handles",
+        ),
+    ],
+)
+def test_a_time_no_date_can_hold_is_refused(
+    args: tuple[str, ...], says: str, tmp_path: Path
+) -> None:
+    """A time past what a date holds once in UTC ended the poll in an unexpected error,
+    with the provider configured and the database ready."""
+    url = f"sqlite:///{tmp_path / 'ready.db'}"
+    engine = create_db_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    provider = {
+        "qrcode_api_url": "http://127.0.0.1:1",
+        "qrcode_client_id": "id",
+        "qrcode_client_secret": "secret",
+    }
+    env = clean_env(log_json="0", database_url=url, **provider)
+    assert_one_line(run_pixrecon(*args, cwd=tmp_path, env=env), says)
