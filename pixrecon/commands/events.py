@@ -24,7 +24,7 @@ from pixrecon.commands.common import (
     moment_option,
 )
 from reconcile.db import session_scope
-from reconcile.formats import sp_time
+from reconcile.formats import count, sp_time
 from reconcile.masking import mask_payload
 from reconcile.models import ItemKind, ItemStatus, Source
 from reconcile.settings import Settings, get_settings
@@ -279,15 +279,19 @@ def events_replay(
     if result.chosen:
         console.print(table)
     if dry_run:
-        console.print(f"would replay {len(result.chosen)} items; nothing changed (dry run)")
+        console.print(f"would replay {_items(len(result.chosen))}; nothing changed (dry run)")
     elif not result.chosen:
         console.print("no item matched: nothing replayed")
     else:
         skipped = len(result.chosen) - len(result.flipped)
         console.print(
-            f"{len(result.flipped)} items pending again{sent}"
+            f"{_items(len(result.flipped))} pending again{sent}"
             + (f"; {skipped} changed meanwhile and were left alone" if skipped else "")
         )
+
+
+def _items(n: int) -> str:
+    return f"{count(n)} item{'' if n == 1 else 's'}"
 
 
 def _send(settings: Settings, engine: Engine, ids: list[int]) -> str:

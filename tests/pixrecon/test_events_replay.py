@@ -175,6 +175,9 @@ def test_the_command_replays_and_says_so(tmp_path: Path) -> None:
     said = " ".join(out.split())
     assert "3 items pending again and processed here: 1 processed, 1 failed, 1 unsupported" in said
     assert _status(engine, ids["old"]) == "failed"
+    code, out, err = run(str(ids["old"]))
+    assert code == 0, err
+    assert "1 item pending again and processed here" in " ".join(out.split())
     code, out, err = run(str(ids["done"]))
     assert code == 2, "exit 1 is reconcile's: exceptions remain"
     assert "already processed" in err
