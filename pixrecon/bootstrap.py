@@ -64,6 +64,16 @@ def database_engine(settings: Settings, *, may_create: bool) -> Engine:
         engine = create_db_engine(url)
     except DatabaseUrlError as exc:
         raise StartupError(f"PIXRECON_DATABASE_URL={shown_url(url)!r}: {exc}") from None
+    if engine.url.get_backend_name() == "sqlite" and engine.url.database in (None, "", ":memory:"):
+        engine.dispose()
+        # Each connection would see a database of its own, empty, gone with the process:
+        # migrated by one connection and missing its tables on the next.
+        # A SQLite URL carries no password: shown as given, not re-rendered (%3Amemory%3A).
+        raise StartupError(
+            f"PIXRECON_DATABASE_URL={url!r} is an in-memory database, empty for "
+            "every connection and gone when the command ends: point PIXRECON_DATABASE_URL "
+            "at a file (sqlite:///PATH) or at PostgreSQL"
+        )
     path = sqlite_file(engine.url)
     if path is not None:
         where = path.absolute()

@@ -52,6 +52,19 @@ CASES: dict[str, Case] = {
         {"database_url": "sqlite:///{tmp}/missing.db"},
         "point PIXRECON_DATABASE_URL at yours",
     ),
+    # Migrated on one connection, missing its tables on the next: the demo once hung on it.
+    "in_memory_database": (
+        ("events",),
+        {"database_url": "sqlite:///:memory:"},
+        "PIXRECON_DATABASE_URL='sqlite:///:memory:' is an in-memory database, empty for every "
+        "connection and gone when the command ends",
+    ),
+    "upgrade_in_memory": (("db", "upgrade"), {"database_url": "sqlite://"}, "in-memory database"),
+    "demo_in_memory": (
+        ("demo", "--database-url", "sqlite:///:memory:"),
+        {},
+        "--database-url='sqlite:///:memory:' is an in-memory database",
+    ),
     "poll_no_database": (
         ("poll", "--since", "2026-01-01T00:00:00Z"),
         {
