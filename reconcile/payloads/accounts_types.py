@@ -77,6 +77,14 @@ def _against_path(types: tuple[str, ...], name: str) -> str | None:
     return f"the type the path names, {' and '.join(others)} (read as the body's)"
 
 
+def _path_over(types: tuple[str, ...], at: str) -> tuple[str, ItemWarning]:
+    """Where the body's word at ``at`` is no type the provider notifies and the path names
+    one: a movement's own field may use another vocabulary than the notification's
+    ``type``, and read by that word a TRANSFER would be kept as unsupported and never reach
+    its payout. The path's type, flagged at ``at`` (without the word: it is the sender's)."""
+    return types[-1], ItemWarning(at, f"a notification type (read as {types[-1]}, the path's)")
+
+
 def _said(at: str, parts: list[str]) -> list[ItemWarning]:
     return [ItemWarning(at, "; ".join(parts))] if parts else []
 
@@ -101,6 +109,10 @@ def beside(document: dict[str, Any], path: str | None) -> tuple[str | None, list
     other = document.get("webhookType")
     if isinstance(other, str) and other.strip():
         name, read = named(other, "/webhookType")
+        types = path_types(path)
+        if name not in PATH_TYPES and types:
+            name, read_there = _path_over(types, "/webhookType")
+            return name, [*flagged, read_there]
         parts = ["the notification's type as type (read from here)", *(w.expected for w in read)]
         against = _against_path(path_types(path), name) if path else None
         return name, [*flagged, *_said("/webhookType", [*parts, *([against] if against else [])])]
@@ -122,6 +134,8 @@ def inside(inner: object, slot: str, path: str | None) -> tuple[str, ItemWarning
             types = path_types(path)
             if types == (name,):
                 return name, None
+            if name not in PATH_TYPES and types:
+                return _path_over(types, at)
             against = _against_path(types, name)
             parts = ["the notification's type as type beside data (read from here)"]
             parts += [w.expected for w in read] + ([against] if against else [])

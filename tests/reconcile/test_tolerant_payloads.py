@@ -1024,3 +1024,17 @@ def test_pix_themselves_under_an_envelope_are_read_as_pix(envelope: str) -> None
     for other in ({envelope: {"ping": 1}}, {"type": "RECEIVE", envelope: first}):
         (item,) = pix_callback_items(other)
         assert item.status == "unsupported"
+
+
+@pytest.mark.parametrize("beside_data", [False, True])
+def test_a_word_no_type_of_the_providers_defers_to_the_paths_type(beside_data: bool) -> None:
+    data = {**accounts_sample("transfer.json", "data").body["data"], "webhookType": "PIX_OUT"}
+    body = {"webhookType": "PIX_OUT", "data": data} if beside_data else {"data": data}
+    (item,) = accounts_items(body, "transfer")
+    assert item.kind == "accounts.transfer"
+    assert item.key == "accounts:TRANSFER:98765:LIQUIDATED"
+    at = "/webhookType" if beside_data else "/data/webhookType"
+    assert _warnings(item)[at] == "a notification type (read as TRANSFER, the path's)"
+    # Without a type in the path the word is all there is: kept, under its name.
+    (kept,) = accounts_items(body, None)
+    assert kept.key.startswith("unsupported:PIX_OUT:")
