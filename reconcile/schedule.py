@@ -73,6 +73,24 @@ def succeeded_within(engine: Engine, name: str, interval: timedelta, *, now: dat
     return last is not None and now - as_utc(last) < interval
 
 
+def done_elsewhere_within(
+    engine: Engine, name: str, owner: str, interval: timedelta, *, now: datetime
+) -> bool:
+    """Whether a process other than ``owner`` last took job ``name`` and it succeeded less
+    than ``interval`` ago. The lease is given back when a run ends, so without this every
+    process ticking on the job's cadence would run it again right after the first: one
+    run per interval, not one per process."""
+    with session_scope(engine) as session:
+        row = session.execute(
+            select(col(ScheduledJob.owner), col(ScheduledJob.last_success_at)).where(
+                col(ScheduledJob.name) == name
+            )
+        ).first()
+    if row is None or row.last_success_at is None or row.owner == owner:
+        return False
+    return now - as_utc(row.last_success_at) < interval
+
+
 def succeeded(session: Session, name: str, *, now: datetime, window_end: datetime | None) -> None:
     values: dict[str, object] = {"last_success_at": now, "last_error": None, "leased_until": now}
     if window_end is not None:

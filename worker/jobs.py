@@ -38,7 +38,12 @@ from reconcile.polling.day import (
 )
 from reconcile.provider.errors import ProviderError
 from reconcile.retention import prune
-from reconcile.schedule import CONFIRM_INTERVAL_SECONDS, leased, succeeded_within
+from reconcile.schedule import (
+    CONFIRM_INTERVAL_SECONDS,
+    done_elsewhere_within,
+    leased,
+    succeeded_within,
+)
 from reconcile.settings import Settings
 from reconcile.timeutil import BUSINESS_TZ, utcnow
 from worker.dispatch import Dispatcher
@@ -54,6 +59,12 @@ class Job:
     name: str
     interval: float
     run: Callable[[], bool]
+
+
+# Another process's run counts as this interval's when it ended within this share of the
+# interval: the processes' ticks fall at different moments of the same cadence, and the
+# margin keeps a tick that comes a little early from skipping the process's own next run.
+DUE_SHARE = 0.9
 
 
 def _lease(interval: float, settings: Settings) -> timedelta:
@@ -119,8 +130,15 @@ class PeriodicJobs:
         JOB_RUNS.labels(name, "success" if ran else "skipped").inc()
         return ran
 
+    def _done_elsewhere(self, name: str, interval: float) -> bool:
+        return done_elsewhere_within(
+            self._engine, name, self.owner, timedelta(seconds=interval * DUE_SHARE), now=utcnow()
+        )
+
     def _poll(self, family: Family, interval: float) -> bool:
         def run() -> bool:
+            if self._done_elsewhere(family.poll_job, interval):
+                return False
             fetched = poll_resuming(
                 self._engine,
                 self.providers,
@@ -144,7 +162,11 @@ class PeriodicJobs:
         return self._poll(Family.ACCOUNTS, self._settings.poll_accounts_interval_seconds)
 
     def confirm(self) -> bool:
+        interval = min(self._settings.poll_qrcode_interval_seconds, CONFIRM_INTERVAL_SECONDS)
+
         def run() -> bool:
+            if self._done_elsewhere("confirm", interval):
+                return False
             with leased(
                 self._engine,
                 "confirm",
@@ -175,6 +197,8 @@ class PeriodicJobs:
         interval = self._settings.reconcile_interval_seconds
 
         def run() -> bool:
+            if self._done_elsewhere("reconcile_today", interval):
+                return False
             with leased(
                 self._engine, "reconcile_today", self.owner, lease=_lease(interval, self._settings)
             ) as job:

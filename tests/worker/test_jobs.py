@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
+from sqlmodel import col
 
 from pixrecon.node import Node
 from reconcile.db import session_scope
 from reconcile.metrics import PROVIDER_REQUESTS
 from reconcile.models import PixReceived, ScheduledJob
 from reconcile.provider.qrcode_api import QrCodeApi
+from reconcile.timeutil import utcnow
 from sandbox.app import create_app
 from sandbox.defaults import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET
 from sandbox.server import BackgroundServer
@@ -285,3 +288,46 @@ def test_a_pix_notified_after_the_last_listing_waits_for_the_next_one(
     assert rows[forged["endToEndId"]].confirmation == "pending"
     assert jobs.confirm()
     assert _pix_rows(node.node.engine)[forged["endToEndId"]].confirmation == ("unconfirmed_webhook")
+
+
+def _listings() -> float:
+    """Calls of ``GET /pix`` (the poll's listing) this process made, by its own metrics."""
+    return sum(
+        sample.value
+        for family in PROVIDER_REQUESTS.collect()
+        for sample in family.samples
+        if sample.name.endswith("_total") and sample.labels.get("endpoint") == "/pix"
+    )
+
+
+def test_a_second_worker_process_does_not_run_a_job_again_within_its_interval(
+    node: RunningNode, engine: Engine
+) -> None:
+    """Every process ticks each job on the same cadence, and a run gives its lease back
+    when it ends: the process whose tick comes just after must not poll, confirm or
+    reconcile again, or more worker processes would multiply the calls to the provider."""
+    first = node.node.runtime.jobs
+    second = copy.copy(first)
+    second.owner = "another-worker-process"
+
+    assert (first.poll_qrcode(), first.confirm(), first.reconcile_today()) == (True, True, True)
+    listed = _listings()
+    assert (second.poll_qrcode(), second.confirm(), second.reconcile_today()) == (
+        False,
+        False,
+        False,
+    )
+    assert _listings() == listed
+    # The process that ran them keeps its own cadence.
+    assert first.poll_qrcode()
+
+    # Once the interval has passed without it (the first process stopped), the next
+    # tick of any process runs the job.
+    with session_scope(engine) as session:
+        session.execute(
+            update(ScheduledJob)
+            .where(col(ScheduledJob.name) == "poll_qrcode")
+            .values(last_success_at=utcnow() - timedelta(minutes=5))
+        )
+    assert second.poll_qrcode()
+    assert _listings() > listed
