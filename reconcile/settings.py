@@ -19,6 +19,15 @@ DASHBOARD_USER_NAME = re.compile(r"[A-Za-z0-9._@-]{1,64}")
 DASHBOARD_SECRET_MIN_LENGTH = 32
 
 
+def _header_name(value: str, example: str) -> str:
+    if not HTTP_TOKEN.fullmatch(value):
+        raise ValueError(
+            "an HTTP header name: letters, digits and ! # $ % & ' * + - . ^ _ ` | ~, "
+            f"no spaces or colon (e.g. {example})"
+        )
+    return value
+
+
 def _split_csv(value: object) -> object:
     # Comma-separated env values are friendlier for operators than JSON lists.
     if isinstance(value, str):
@@ -321,12 +330,15 @@ class Settings(BaseSettings):
     def _header_name(cls, value: str) -> str:
         # A name no client can send would answer every delivery 401, and the provider
         # disables a webhook that keeps failing.
-        if not HTTP_TOKEN.fullmatch(value):
-            raise ValueError(
-                "an HTTP header name: letters, digits and ! # $ % & ' * + - . ^ _ ` | ~, "
-                "no spaces or colon (e.g. X-Webhook-Secret)"
-            )
-        return value
+        return _header_name(value, "X-Webhook-Secret")
+
+    @field_validator("mtls_verified_header", "mtls_subject_header", mode="after")
+    @classmethod
+    def _proxy_header_name(cls, value: str | None) -> str | None:
+        if not value:
+            return None  # an empty variable, as a template .env leaves it, means unset
+        # A name no proxy can send would refuse every delivery with 401, as above.
+        return _header_name(value, "X-SSL-Client-Verify")
 
     @field_validator("dashboard_users", mode="before")
     @classmethod

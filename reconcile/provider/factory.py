@@ -41,12 +41,26 @@ def _http(family: str, cert: str | None, key: str | None, ca: str | None) -> htt
             f"PIXRECON_{family}_CA_BUNDLE={ca}: {_why(exc)}: name a readable PEM file of the "
             "provider's CA certificates, or unset it to trust the system's"
         ) from None
+    if key and not cert:
+        # Without its certificate the key would be left unused, and every call would go
+        # without the client certificate the provider asks for.
+        raise ProviderTlsError(
+            f"PIXRECON_{family}_CLIENT_KEY is set, but PIXRECON_{family}_CLIENT_CERT is not: "
+            "the provider's mutual TLS needs the PEM certificate it issued beside its private "
+            "key (or unset both)"
+        )
     if cert:
         try:
-            context.load_cert_chain(cert, key)
+            context.load_cert_chain(cert, key or None)
         except (OSError, ssl.SSLError) as exc:
+            # Without a key file, the key is read from the certificate's own file.
+            named_key = (
+                f"PIXRECON_{family}_CLIENT_KEY={key}"
+                if key
+                else f"PIXRECON_{family}_CLIENT_KEY unset, so the key is read from that file"
+            )
             raise ProviderTlsError(
-                f"PIXRECON_{family}_CLIENT_CERT={cert} / PIXRECON_{family}_CLIENT_KEY={key}: "
+                f"PIXRECON_{family}_CLIENT_CERT={cert} / {named_key}: "
                 f"{_why(exc)}: the provider's mutual TLS needs the PEM certificate it issued "
                 "and its private key, both readable (or unset both)"
             ) from None

@@ -658,3 +658,38 @@ def test_a_time_no_date_can_hold_is_refused(
     }
     env = clean_env(log_json="0", database_url=url, **provider)
     assert_one_line(run_pixrecon(*args, cwd=tmp_path, env=env), says)
+
+
+# Settings that would leave a defence or an identity configured in name only: every
+# delivery refused, or every call to the provider made without its client certificate.
+HALF_SET: dict[str, Case] = {
+    "proxy_verify_header_no_proxy_can_send": (
+        ("events",),
+        {"mtls_verified_header": "X-SSL Client-Verify"},
+        "PIXRECON_MTLS_VERIFIED_HEADER='X-SSL Client-Verify': an HTTP header name",
+    ),
+    "proxy_subject_header_no_proxy_can_send": (
+        ("events",),
+        {"mtls_subject_header": "X-SSL-Client-Subject:"},
+        "PIXRECON_MTLS_SUBJECT_HEADER='X-SSL-Client-Subject:': an HTTP header name",
+    ),
+    "provider_key_without_its_certificate": (
+        ("reconcile", "--date", "2026-01-01"),
+        {
+            "qrcode_api_url": "http://127.0.0.1:1",
+            "qrcode_client_id": "id",
+            "qrcode_client_secret": "secret",
+            "qrcode_client_key": "{tmp}/client.key",
+        },
+        "PIXRECON_QRCODE_CLIENT_KEY is set, but PIXRECON_QRCODE_CLIENT_CERT is not",
+    ),
+}
+
+
+def test_a_setting_that_would_work_in_name_only_is_one_line_and_exit_two(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "client.key").write_text("")
+    for name, (result, says) in run_all(HALF_SET, tmp_path).items():
+        assert "Traceback" not in result.stderr, name
+        assert_one_line(result, says)

@@ -149,8 +149,17 @@ def _day() -> tuple[datetime, datetime]:
             "PIXRECON_ACCOUNTS_CLIENT_CERT={tmp}/nowhere.pem / "
             "PIXRECON_ACCOUNTS_CLIENT_KEY={tmp}/key.pem: no such file",
         ),
+        (
+            {"accounts_client_key": "{tmp}/key.pem"},
+            "PIXRECON_ACCOUNTS_CLIENT_KEY is set, but PIXRECON_ACCOUNTS_CLIENT_CERT is not",
+        ),
+        (
+            {"accounts_client_cert": "{tmp}/empty.pem"},
+            "PIXRECON_ACCOUNTS_CLIENT_CERT={tmp}/empty.pem / PIXRECON_ACCOUNTS_CLIENT_KEY "
+            "unset, so the key is read from that file: not a usable PEM file",
+        ),
     ],
-    ids=["ca-missing", "ca-empty", "cert-missing"],
+    ids=["ca-missing", "ca-empty", "cert-missing", "key-without-cert", "cert-without-key"],
 )
 def test_a_tls_file_that_cannot_be_used_is_named_with_its_setting(
     tmp_path: Path, names: dict[str, str], says: str
