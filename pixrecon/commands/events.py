@@ -3,11 +3,15 @@ replayed or ignored."""
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
+from rich.cells import cell_len
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from sqlalchemy import Engine
@@ -69,50 +73,74 @@ def events(
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    # Folded, never cut: the key (and a kind) is what a person searches for next.
-    table = Table()
-    for name in ("id", "source", "kind", "key", "status", "dup", "warn"):
-        table.add_column(name, overflow="fold")
-    _time_column(table)
-    for row in rows:
-        table.add_row(
-            str(row["id"]),
-            row["source"],
-            row["kind"],
-            row["key"],
-            row["status"],
-            str(row["duplicates"]),
-            str(len(row["warnings"])),
-            sp_time(row["received_at"], seconds=True),
-        )
-    console.print(table)
+
+    def listing(narrow: bool) -> Table:
+        # Folded, never cut: the key (and a kind) is what a person searches for next.
+        table = Table()
+        for name in ("id", "source", "kind", "key", "status", "dup", "warn"):
+            table.add_column(name, overflow="fold")
+        _time_column(table, narrow)
+        for row in rows:
+            table.add_row(
+                str(row["id"]),
+                row["source"],
+                row["kind"],
+                row["key"],
+                row["status"],
+                str(row["duplicates"]),
+                str(len(row["warnings"])),
+                sp_time(row["received_at"], seconds=True),
+            )
+        return table
+
+    _print_whole(listing)
     if ref is not None:
         _print_deliveries(rows)
 
 
-def _time_column(table: Table) -> None:
-    # Never cut (a time cut to "26/11/20…" says nothing): at 80 columns the time goes
-    # under its date, and the other columns fold.
-    table.add_column("received (São Paulo)", min_width=len("dd/mm/yyyy"))
+def _time_column(table: Table, narrow: bool) -> None:
+    # Never cut (a time cut to "26/11/20…" says nothing): where the table is too wide for
+    # the terminal, the time goes under its date, and the other columns fold.
+    if narrow:
+        table.add_column("received (São Paulo)", width=len("dd/mm/yyyy"))
+    else:
+        table.add_column("received (São Paulo)", min_width=len("dd/mm/yyyy"))
+
+
+def _print_whole(table_for: Callable[[bool], Table]) -> None:
+    """Print the table with the time on one line if the terminal is wide enough, else
+    under its date. Shrinking a table, rich takes the time's column below the date's
+    width when every column that folds is as narrow, then gives the date its width back:
+    the table comes out wider than the terminal, and its right edge, a time with it, is
+    cut. A time column of the date's width stays out of that shrinking."""
+    table = table_for(False)
+    drawn = io.StringIO()
+    Console(width=console.width, file=drawn, color_system=None).print(table, crop=False)
+    if any(cell_len(line) > console.width for line in drawn.getvalue().splitlines()):
+        table = table_for(True)
+    console.print(table)
 
 
 def _print_deliveries(rows: list[dict[str, Any]]) -> None:
-    table = Table("delivery", "item")
-    table.add_column("route", overflow="fold")
-    table.add_column("remote_addr", overflow="fold")
-    table.add_column("items")
-    _time_column(table)
-    for row in rows:
-        for delivery in row["deliveries"]:
-            table.add_row(
-                str(delivery["id"]),
-                str(row["id"]),
-                delivery["route"],
-                delivery["remote_addr"] or "",
-                str(delivery["item_count"]),
-                sp_time(delivery["received_at"], seconds=True),
-            )
-    console.print(table)
+    def deliveries(narrow: bool) -> Table:
+        table = Table("delivery", "item")
+        table.add_column("route", overflow="fold")
+        table.add_column("remote_addr", overflow="fold")
+        table.add_column("items")
+        _time_column(table, narrow)
+        for row in rows:
+            for delivery in row["deliveries"]:
+                table.add_row(
+                    str(delivery["id"]),
+                    str(row["id"]),
+                    delivery["route"],
+                    delivery["remote_addr"] or "",
+                    str(delivery["item_count"]),
+                    sp_time(delivery["received_at"], seconds=True),
+                )
+        return table
+
+    _print_whole(deliveries)
 
 
 @events_app.command("show")
@@ -270,14 +298,17 @@ def events_replay(
         sys.stdout.write(json.dumps(body, indent=2) + "\n")
         return
 
-    table = Table()
-    for name in ("id", "kind", "key", "status before"):
-        table.add_column(name, overflow="fold")
-    _time_column(table)
-    for item in result.chosen:
-        table.add_row(str(item.id), item.kind, item.key, item.status, sp_time(item.received_at))
+    def chosen(narrow: bool) -> Table:
+        table = Table()
+        for name in ("id", "kind", "key", "status before"):
+            table.add_column(name, overflow="fold")
+        _time_column(table, narrow)
+        for item in result.chosen:
+            table.add_row(str(item.id), item.kind, item.key, item.status, sp_time(item.received_at))
+        return table
+
     if result.chosen:
-        console.print(table)
+        _print_whole(chosen)
     if dry_run:
         console.print(f"would replay {_items(len(result.chosen))}; nothing changed (dry run)")
     elif not result.chosen:

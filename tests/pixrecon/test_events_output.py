@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -67,6 +68,26 @@ def test_the_listing_shows_sao_paulo_time_to_the_second_at_80_columns(
     as_json = run_pixrecon("events", "--format", "json", cwd=tmp_path, env=env)
     (item,) = json.loads(as_json.stdout)
     assert item["received_at"] == RECEIVED.isoformat()
+
+
+def test_a_listing_wider_than_the_terminal_keeps_its_edge_and_time_at_80_columns(
+    stored: tuple[dict[str, str], int, str], tmp_path: Path
+) -> None:
+    """A long kind beside the key, and long figures in the short columns (a busy inbox's
+    ids and repeat counts), leave the columns that fold as narrow as the time's: the table
+    must still fit, not lose its right edge, and the time with it, to the terminal's."""
+    env, item_id, _ = stored
+    with sqlite3.connect(tmp_path / "events.db") as db:
+        db.execute(
+            "UPDATE inbox_item SET kind = 'accounts.infraction', webhook_count = 2000000000 "
+            "WHERE id = ?",
+            (item_id,),
+        )
+    listed = run_pixrecon("events", cwd=tmp_path, env=env)
+    assert listed.returncode == 0, listed.stderr
+    _fits_80_columns_whole(listed.stdout, 1)
+    lines = listed.stdout.splitlines()
+    assert all(line[-1] in "┓┃┩│┘" for line in lines), listed.stdout
 
 
 def test_by_reference_items_and_deliveries_show_sao_paulo_time(
