@@ -13,8 +13,9 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, and_, case, cast, func, select
 from sqlalchemy.orm import aliased
-from sqlmodel import Session, col
+from sqlmodel import Session
 
+from reconcile.case_detail import COMPLETED, Run
 from reconcile.cases import priority_as_of
 from reconcile.db import dialect_of, table_of
 from reconcile.models import (
@@ -28,16 +29,6 @@ from reconcile.models import (
 )
 from reconcile.priorities import URGENT_PRIORITY
 
-COMPLETED = "completed"
-
-
-@dataclass(frozen=True)
-class Run:
-    id: int
-    business_date: date
-    finished_at: datetime | None
-    verdict: str | None
-
 
 def _run(row: Any) -> Run:
     return Run(row.id, row.business_date, row.finished_at, row.verdict)
@@ -46,18 +37,6 @@ def _run(row: Any) -> Run:
 def _run_columns() -> tuple[Any, ...]:
     runs = table_of(ReconciliationRun)
     return (runs.c.id, runs.c.business_date, runs.c.finished_at, runs.c.verdict)
-
-
-def latest_run(session: Session, day: date) -> Run | None:
-    """The day's answer: its latest completed run (docs/dashboards.md, ``v_latest_run``)."""
-    runs = table_of(ReconciliationRun)
-    row = session.execute(
-        select(*_run_columns())
-        .where(runs.c.business_date == day, runs.c.status == COMPLETED)
-        .order_by(runs.c.id.desc())
-        .limit(1)
-    ).first()
-    return _run(row) if row is not None else None
 
 
 def latest_runs(session: Session, first: date, last: date) -> dict[date, Run]:
@@ -261,17 +240,6 @@ def case_facets(session: Session, query: CaseQuery) -> dict[str, list[str]]:
         "subjects": sorted({row.subject for row in rows}),
         "statuses": sorted({row.status for row in rows}),
     }
-
-
-def verdict_of(session: Session, case: ExceptionCase, run_id: int) -> ReconciliationItem | None:
-    """The verdict of ``run_id`` that raised the case (none once the case is cleared)."""
-    stmt = select(ReconciliationItem).where(
-        col(ReconciliationItem.run_id) == run_id,
-        col(ReconciliationItem.subject) == case.subject,
-        col(ReconciliationItem.ref) == case.ref,
-        col(ReconciliationItem.status) == case.status,
-    )
-    return session.execute(stmt).scalars().first()
 
 
 def remaining_case_states(session: Session, day: date) -> dict[int, str]:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from datetime import date, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import select
-from sqlmodel import Session, col
+from sqlmodel import Session
 
 from dashboard import charts
 from dashboard.queries import (
@@ -17,32 +14,20 @@ from dashboard.queries import (
     CaseQuery,
     Hour,
     Reports,
-    Run,
     case_facets,
     hourly_pix,
-    latest_run,
     latest_runs,
     list_cases,
     reconciled_days,
     remaining_case_states,
     urgent_med_cases,
-    verdict_of,
 )
 from reconcile.actions import suggested_action
-from reconcile.cases import add_lifecycle, case_events, case_rows
+from reconcile.case_detail import Run, case_detail, latest_run
+from reconcile.cases import add_lifecycle
 from reconcile.formats import brl, duration_unit
-from reconcile.masking import mask_payload, mask_text
-from reconcile.matching.automatico import CYCLE_NAMES, REC_STATES, in_words
-from reconcile.models import (
-    CaseState,
-    ExceptionCase,
-    InboxItem,
-    ReconciliationItem,
-    Recurrence,
-    StatementEntry,
-)
-from reconcile.queries import deliveries_of, inbox_item_view, items_by_ref, webhook_coverage
-from reconcile.references import add_references, med_deadlines
+from reconcile.queries import webhook_coverage
+from reconcile.references import add_references, med_terms
 from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, business_today, utcnow
 
 
@@ -90,8 +75,9 @@ def day_page(session: Session, reports: Reports, day: date) -> dict[str, Any]:
 def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[str, Any]:
     today = business_today()
     rows, total = list_cases(session, query, page_size, today)
-    deadlines = med_deadlines(session, rows)
+    terms = med_terms(session, rows)
     for row in rows:
+        med = terms.get(row["ref"]) if row["subject"] == "infraction" else None
         row["date"] = row["business_date"].isoformat()
         row["action"] = suggested_action(
             row["subject"],
@@ -101,8 +87,9 @@ def exceptions_page(session: Session, query: CaseQuery, page_size: int) -> dict[
             row["refund_by"],
             ref=row["ref"],
             today=today,
-            deadline=deadlines.get(row["ref"]) if row["subject"] == "infraction" else None,
+            deadline=med.deadline_at if med is not None else None,
             reason=row["reason"],
+            blocked=med.blocked_cents if med is not None else None,
         )
     # Ages count to today here: this is the work queue, not a day's report.
     add_lifecycle(session, rows, as_of=today)
@@ -132,97 +119,9 @@ def unjudged_runs(session: Session, days: set[date]) -> list[Run]:
     return [run for run in found if run is not None and run.verdict == "incomplete"]
 
 
-def _bare_ref(subject: str, ref: str) -> str:
-    """A charge's case is ``cob:{txid}``, a recurrence's ``rec:{idRec}[:{cycle}]``; their
-    items carry the txid or idRec alone."""
-    if subject == "charge" and ":" in ref:
-        return ref.split(":", 1)[1]
-    if subject == "recurrence" and ref.count(":") >= 1:
-        return ref.split(":")[1]
-    return ref
-
-
-def _missed_cycle(session: Session, case: ExceptionCase) -> dict[str, Any] | None:
-    """What decides a missed cycle: the recurrence as the provider's API states it, and
-    the cycle no recurring charge falls within — no notification."""
-    _, id_rec, due = case.ref.split(":", 2)
-    rec = session.execute(
-        select(Recurrence).where(col(Recurrence.id_rec) == id_rec)
-    ).scalar_one_or_none()
-    if rec is None:
-        return None
-    stated = rec.confirmed_status
-    return {
-        "id_rec": id_rec,
-        "due": date.fromisoformat(due),
-        "periodicity": CYCLE_NAMES.get(rec.periodicity or "", rec.periodicity),
-        "amount_cents": rec.amount_cents,
-        "stated": in_words(REC_STATES, stated) if stated else None,
-        "stated_at": rec.confirmed_status_at,
-    }
-
-
-def _decimal(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return str(value)
-    raise TypeError(type(value).__name__)
-
-
-def masked_json(text: str) -> str:
-    try:
-        parsed = json.loads(text, parse_float=Decimal)
-    except ValueError:
-        return mask_text(text)
-    return json.dumps(mask_payload(parsed), indent=2, ensure_ascii=False, default=_decimal)
-
-
 def case_page(session: Session, case_id: int) -> dict[str, Any] | None:
-    case = session.get(ExceptionCase, case_id)
-    if case is None:
-        return None
-    run = latest_run(session, case.business_date)
-    verdict: ReconciliationItem | None = None
-    if run is not None:
-        verdict = verdict_of(session, case, run.id)
-    decided: list[InboxItem] = []
-    missed = verdict is not None and verdict.status == "missed_cycle"
-    # A run before missed cycles named no notification may still point at one.
-    if verdict is not None and verdict.inbox_item_id is not None and not missed:
-        item = session.get(InboxItem, verdict.inbox_item_id)
-        decided = [item] if item is not None else []
-    related = [
-        item
-        for item in items_by_ref(session, _bare_ref(case.subject, case.ref), limit=20)
-        if item.id not in {d.id for d in decided}
-    ]
-    items = decided + related
-    deliveries = deliveries_of(session, [item.id for item in items if item.id is not None])
-    statement = (
-        session.get(StatementEntry, verdict.statement_entry_id)
-        if verdict is not None and verdict.statement_entry_id is not None
-        else None
-    )
-    now = today()
-    described = case_rows(session, case_ids=[case_id], states=tuple(CaseState), as_of=now)
-    return {
-        "today": now,
-        "case": case,
-        "run": run,
-        "verdict": verdict,
-        "described": described[0] if described else None,
-        "events": case_events(session, case_id),
-        "items": [
-            {
-                **inbox_item_view(item),
-                "decided": item in decided,
-                "payload": masked_json(item.payload),
-                "deliveries": deliveries.get(item.id or 0, []),
-            }
-            for item in items
-        ],
-        "statement": statement,
-        "cycle": _missed_cycle(session, case) if missed else None,
-    }
+    # ``pixrecon exceptions show`` reads the same: the page and the command agree.
+    return case_detail(session, case_id)
 
 
 # --- recent days -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reconcile.actions import notified_only
-from reconcile.cases import iter_case_rows
+from reconcile.cases import iter_case_rows, med_deadline_passed
 from reconcile.db import session_scope
 from reconcile.formats import br_date, brl, count, sp_time
 from reconcile.nightly import NightlyResult
@@ -198,6 +198,7 @@ EXCEPTION_COLUMNS_WIDE = (
     ("actual", "actual_cents"),
     ("differs", "differs"),
     ("refund by", "refund_by"),
+    ("MED deadline", "med_deadline_at"),
     ("txid", "txid"),
     ("endToEndId", "end_to_end_id"),
     ("payer doc", "payer_document"),
@@ -223,7 +224,16 @@ def _cell(key: str, value: Any) -> str:
         return brl(value)
     if key in ("date", "first_seen", "refund_by"):
         return br_date(value) if value else ""
+    if key == "med_deadline_at":
+        return sp_time(value) if value else ""
     return "" if value is None else escape(str(value))
+
+
+def med_deadline_line(deadline: str, today: date | None) -> str:
+    """An open MED case's analysis deadline, said where money's last day to be refunded
+    is: the instant to answer it by (São Paulo time)."""
+    passed = today is not None and med_deadline_passed(deadline, today)
+    return f"MED analysis deadline {sp_time(deadline)}{' — passed' if passed else ''}"
 
 
 URGENT_MARK = (
@@ -271,6 +281,8 @@ def exceptions_table(
         if case.get("refund_by"):
             passed = today is not None and today > date.fromisoformat(str(case["refund_by"]))
             about.append(f"refund by {br_date(case['refund_by'])}{' — passed' if passed else ''}")
+        if case.get("med_deadline_at"):
+            about.append(med_deadline_line(case["med_deadline_at"], today))
         if case.get("note"):
             about.append(f"note: {escape(case['note'])}")
         table.add_row(

@@ -286,6 +286,16 @@ ITEMISED_OTHERWISE = "the Pix itemised"
 (``componentesValor``) disagrees with the charge's terms (``matching/amount_due.py``)."""
 
 
+def _blocked_of(blocked: int | None) -> str:
+    """How much of a MED case's amount the provider already holds: money finance cannot
+    spend while the case is open. Said only when the provider stated it."""
+    if blocked is None:
+        return ""
+    if blocked == 0:
+        return " (none of it blocked yet)"
+    return f" ({brl(blocked)} of it already blocked in the account)"
+
+
 def suggested_action(
     subject: str,
     status: str,
@@ -296,11 +306,14 @@ def suggested_action(
     today: date | None = None,
     deadline: datetime | None = None,
     reason: str | None = None,
+    blocked: int | None = None,
 ) -> str:
     """In words, what a person does about the exception. ``today``: when a person reads
     it (the lists they work from), so that money whose last day to be refunded has passed
     is paid back instead; without it, as of the day judged. ``reason``: the verdict's,
-    which says when the Pix itemised another amount than the charge's terms."""
+    which says when the Pix itemised another amount than the charge's terms. ``deadline``
+    and ``blocked``: an open MED case's analysis deadline and the amount the provider has
+    blocked of it (``reconcile.references.med_terms``)."""
     gap = abs((actual or 0) - (expected or 0))
     if ref.startswith(REPEAT_REF):
         return _about_a_repeat(status, expected)
@@ -403,14 +416,16 @@ def suggested_action(
         if status == "open_case":
             # The provider's analysis deadline (``med_deadlines``): the day finance acts by.
             ended = deadline is not None and as_utc(deadline).astimezone(BUSINESS_TZ).date()
+            held = _blocked_of(blocked)
             if ended and today is not None and today > ended:
                 # Answering is no longer possible: what is left is learning the outcome.
                 return (
                     f"ask the provider how the MED case was decided: the time to answer it "
-                    f"ended on {sp_time(deadline)}, and {brl(expected)} may have been debited"
+                    f"ended on {sp_time(deadline)}, and {brl(expected)} may have been "
+                    f"debited{held}"
                 )
             by = f"by {sp_time(deadline)}" if deadline is not None else "before its deadline"
-            return f"answer the MED case {by}: {brl(expected)} may be debited"
+            return f"answer the MED case {by}: {brl(expected)} may be debited{held}"
         if status == "unconfirmed_webhook":
             return (
                 f"ask the provider about the MED case notified for {brl(expected)}: its API "

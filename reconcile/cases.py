@@ -38,9 +38,9 @@ from reconcile.models import (
     UtcDateTime,
 )
 from reconcile.priorities import URGENT_PRIORITY, med_urgent_before, urgent_from
-from reconcile.references import REFERENCE_FIELDS, add_references, med_deadlines
+from reconcile.references import REFERENCE_FIELDS, MedTerms, add_references, med_terms
 from reconcile.settings import get_settings
-from reconcile.timeutil import utcnow
+from reconcile.timeutil import BUSINESS_TZ, as_utc, utcnow
 
 # What a person may set; ``cleared`` is the runs' word alone.
 SETTABLE = (CaseState.OPEN, CaseState.ACKNOWLEDGED, CaseState.RESOLVED)
@@ -207,6 +207,8 @@ EXCEPTION_FIELDS = (
     "action",
     *REFERENCE_FIELDS,
     "note",
+    # Added after the others: files and scripts read columns where they always were.
+    "med_deadline_at",
 )
 
 
@@ -342,6 +344,23 @@ def iter_case_rows(
         yield from _described(session, chunk, as_of, one)
 
 
+def med_deadline(status: str, med: MedTerms | None) -> datetime | None:
+    """An open MED case's analysis deadline, as ``refund_by`` is money's last day: the
+    instant finance answers the case by. Only an open case has one to act on."""
+    if med is None or status != "open_case":
+        return None
+    return med.deadline_at
+
+
+def med_deadline_passed(deadline: str | datetime | None, today: date) -> bool:
+    """Whether the time to answer a MED case is over on ``today``: as what to do about it
+    says (``reconcile.actions``), once the São Paulo day of its deadline has gone by."""
+    if deadline is None:
+        return False
+    instant = datetime.fromisoformat(deadline) if isinstance(deadline, str) else deadline
+    return today > as_utc(instant).astimezone(BUSINESS_TZ).date()
+
+
 def _described(
     session: Session,
     chunk: Sequence[Row[Any]],
@@ -350,9 +369,11 @@ def _described(
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     entries: list[int | None] = []
-    deadlines = med_deadlines(session, ({"subject": row.subject, "ref": row.ref} for row in chunk))
+    terms = med_terms(session, ({"subject": row.subject, "ref": row.ref} for row in chunk))
     for row in chunk:
         seen = _lifecycle(row.state, row.business_date, row.seen_before, as_of)
+        med = terms.get(row.ref) if row.subject == "infraction" else None
+        deadline = med_deadline(row.status, med)
         described = {
             "case_id": row.id,
             "date": one(row.business_date.isoformat()),
@@ -377,13 +398,15 @@ def _described(
                     row.refund_by,
                     ref=row.ref,
                     today=as_of,
-                    deadline=deadlines.get(row.ref) if row.subject == "infraction" else None,
+                    deadline=med.deadline_at if med is not None else None,
                     reason=row.reason,
+                    blocked=med.blocked_cents if med is not None else None,
                 )
             ),
             **dict.fromkeys(REFERENCE_FIELDS),
             # Free text a person typed: a CPF or CNPJ in it is masked wherever it is shown.
             "note": None if row.note is None else mask_text(row.note),
+            "med_deadline_at": deadline.isoformat() if deadline is not None else None,
         }
         rows.append(described)
         entries.append(row.statement_entry_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Row, or_, select
 from sqlmodel import Session
@@ -237,18 +237,41 @@ def _pix_named(
         e2e[i] = named.get(ref) or e2e.get(i)
 
 
-def med_deadlines(session: Session, rows: Iterable[dict[str, Any]]) -> dict[str, datetime]:
-    """Each open MED case's analysis deadline, by case id, for the rows about MED cases:
-    what to do about one says by when."""
+class MedTerms(NamedTuple):
+    """What the provider states of a MED case that finance acts by: its analysis deadline
+    and how much of the disputed amount it has blocked in the account (unknown: None)."""
+
+    deadline_at: datetime | None
+    blocked_cents: int | None
+
+
+def med_terms(session: Session, rows: Iterable[dict[str, Any]]) -> dict[str, MedTerms]:
+    """Each MED case's deadline and blocked amount, by case id, for the rows about MED
+    cases: what to do about one says by when, and how much is already held."""
     cases = table_of(Infraction)
     ids = [row["ref"] for row in rows if row["subject"] == "infraction"]
-    found: dict[str, datetime] = {}
+    found: dict[str, MedTerms] = {}
     for keys in _chunks(ids):
-        stmt = select(cases.c.infraction_id, cases.c.deadline_at).where(
-            cases.c.infraction_id.in_(keys), cases.c.deadline_at.is_not(None)
+        stmt = select(cases.c.infraction_id, cases.c.deadline_at, cases.c.blocked_cents).where(
+            cases.c.infraction_id.in_(keys)
         )
-        found.update({case_id: as_utc(when) for case_id, when in session.execute(stmt)})
+        found.update(
+            {
+                case_id: MedTerms(as_utc(when) if when is not None else None, blocked)
+                for case_id, when, blocked in session.execute(stmt)
+            }
+        )
     return found
+
+
+def med_deadlines(session: Session, rows: Iterable[dict[str, Any]]) -> dict[str, datetime]:
+    """Each MED case's analysis deadline, by case id, for the rows about MED cases (those
+    the provider states one for)."""
+    return {
+        case_id: terms.deadline_at
+        for case_id, terms in med_terms(session, rows).items()
+        if terms.deadline_at is not None
+    }
 
 
 def _pix_by(

@@ -1,5 +1,5 @@
-"""``pixrecon exceptions``: the cases people work on — list, acknowledge, resolve, and
-who did what to each (``history``)."""
+"""``pixrecon exceptions``: the cases people work on — list, one in full (``show``),
+acknowledge, resolve, and who did what to each (``history``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from sqlalchemy import Engine
+from sqlmodel import Session
 
+from pixrecon.case_view import history_table, print_case, shown_case
 from pixrecon.commands.common import (
     FormatOption,
     OutputFormat,
@@ -23,7 +25,8 @@ from pixrecon.commands.common import (
     known_id,
     say,
 )
-from pixrecon.report import exceptions_table, human_table
+from pixrecon.report import exceptions_table
+from reconcile.case_detail import case_detail
 from reconcile.cases import (
     APPLIES_TO,
     CaseChanged,
@@ -36,14 +39,17 @@ from reconcile.cases import (
 from reconcile.db import session_scope
 from reconcile.exports.runs import latest_completed_run
 from reconcile.exports.table import NotReconciled
-from reconcile.formats import br_date, sp_time
+from reconcile.formats import br_date
 from reconcile.masking import mask_text
 from reconcile.models import CaseState, ExceptionCase
 from reconcile.settings import get_settings
 from reconcile.timeutil import as_utc, business_today
 
 exceptions_app = typer.Typer(
-    help="Open exceptions: list them, acknowledge, resolve (with a note) or reopen them.",
+    help=(
+        "Open exceptions: list them, show one in full, acknowledge, resolve (with a note) "
+        "or reopen them."
+    ),
     invoke_without_command=True,
 )
 
@@ -200,6 +206,20 @@ def reopen(
     _set(case_id, CaseState.OPEN, note)
 
 
+def _events(session: Session, case_id: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "at": as_utc(event.at).isoformat(),
+            "actor": event.actor,
+            "action": event.action,
+            "previous_state": event.previous_state,
+            # Stored masked already; masked again in case an older row was not.
+            "note": mask_text(event.note) if event.note is not None else None,
+        }
+        for event in case_events(session, case_id)
+    ]
+
+
 @exceptions_app.command("history")
 def history(
     case_id: Annotated[
@@ -213,30 +233,37 @@ def history(
     with session_scope(engine) as session:
         if session.get(ExceptionCase, case_id) is None:
             raise fail(f"no exception case {case_id}")
-        events = [
-            {
-                "at": as_utc(event.at).isoformat(),
-                "actor": event.actor,
-                "action": event.action,
-                "previous_state": event.previous_state,
-                # Stored masked already; masked again in case an older row was not.
-                "note": mask_text(event.note) if event.note is not None else None,
-            }
-            for event in case_events(session, case_id)
-        ]
+        events = _events(session, case_id)
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(events, indent=2) + "\n")
         return
     if not events:
         console.print(f"Nobody has acted on case {case_id} yet.")
         return
-    table = human_table("when (São Paulo)", "who", "did", "was", "note", title=f"Case {case_id}")
-    for event in events:
-        table.add_row(
-            sp_time(event["at"]),
-            escape(event["actor"] or ""),
-            event["action"] or "",
-            event["previous_state"] or "",
-            escape(event["note"] or ""),
-        )
-    console.print(table)
+    console.print(history_table(events, f"Case {case_id}"))
+
+
+@exceptions_app.command("show")
+def show(
+    case_id: Annotated[
+        int, typer.Argument(metavar="ID", help="case id", callback=known_id("exception case"))
+    ],
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """One case in full, as the dashboard's case page shows it: its day, subject,
+    reference and the references a person knows it by (txid, endToEndId, the payer
+    masked), status and state, the amounts, why, what to do (as of today), its last day
+    to refund or MED analysis deadline, the statement line and notifications that
+    decided it, and its history (São Paulo time)."""
+    engine = database_or_exit(get_settings(), auto_upgrade=False)
+    with session_scope(engine) as session:
+        found = case_detail(session, case_id)
+        if found is None:
+            raise fail(f"no exception case {case_id}")
+        shown = shown_case(found, _events(session, case_id))
+    for notice in _unjudged_days(engine, [shown]):
+        say(escape(notice), "warning")
+    if output is OutputFormat.json:
+        sys.stdout.write(json.dumps(shown, indent=2) + "\n")
+        return
+    print_case(console, shown, today=business_today())

@@ -31,6 +31,7 @@ from reconcile.models import (
     RecurringCharge,
 )
 from reconcile.priorities import EXCEPTION_PRIORITY
+from reconcile.rejections import rejection_in_words
 from reconcile.timeutil import as_utc, business_day_bounds
 
 # The BCB's retry policies: attempts allowed in all, and the days after the due date
@@ -85,7 +86,7 @@ def judge_recurring_charges(session: Session, ctx: RunContext) -> None:
         code = (terms.get("rejeicao") if status in FAILED else None) or next(
             (a.get("codigo") for a in reversed(failed) if a.get("codigo")), None
         )
-        why = f"the payer's bank rejected the debit ({code or 'no code given'})"
+        why = f"the payer's bank rejected the debit: {rejection_in_words(code)}"
         allowed, window_days = POLICIES.get(str(terms.get("politicaRetentativa")), (1, 0))
         last_window = (due_date or ctx.day) + timedelta(days=window_days)
         retry = status not in FAILED and len(attempts) < allowed and ctx.today <= last_window

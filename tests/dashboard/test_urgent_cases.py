@@ -55,6 +55,9 @@ def test_an_open_med_case_near_its_deadline_is_shown_as_urgent(
     far = client.get(f"/dashboard/exceptions/{cases['med-far']['case_id']}").text
     assert figures(near)["case.priority"].strip() == "1"
     assert "urgent" in html.unescape(near)
+    # The deadline as a field of its own, where money's last day to be refunded is shown.
+    due = business_today() + timedelta(days=1)
+    assert figures(near)["case.med_deadline"].strip() == f"{due:%d/%m/%Y} 15:00"
     assert figures(far)["case.priority"].strip() == "2"
     assert "urgent" not in html.unescape(far)
     # First seen yesterday: one day, not "1 days".
