@@ -222,7 +222,8 @@ def _run(args: list[str] | None) -> int:
             return _crashed(exc)
         # A setting with a value it cannot take (read when a command starts).
         for line in setting_problems(exc):
-            say(line)
+            # Secrets and URLs' passwords are hidden already; the rest is configuration.
+            say(line, personal=False)
         return EXIT_COULD_NOT_RUN
     except (StartupError, ProviderTlsError) as exc:
         say(escape(str(exc)))

@@ -16,6 +16,10 @@ from reconcile.masking import mask_text, mask_value
 # Fields we set ourselves that never carry personal data (a request id is random hex and
 # could otherwise be mistaken for a document number).
 _NOT_PERSONAL = frozenset({"event", "request_id", "level", "timestamp", "route", "logger"})
+# Names the fields of one event its caller vouches for: text that cannot hold personal data
+# (a setting's value and what it must be), where a run of eleven digits is a number of
+# days, not a CPF to mask.
+NOT_PERSONAL = "not_personal"
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -44,8 +48,9 @@ _BUSY_TICK = _BusyTick()
 def _mask_personal_data(
     _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
+    vouched = frozenset(event_dict.pop(NOT_PERSONAL, ()))
     for key in list(event_dict):
-        if key not in _NOT_PERSONAL:
+        if key not in _NOT_PERSONAL and key not in vouched:
             event_dict[key] = mask_value(key, event_dict[key])
     return event_dict
 

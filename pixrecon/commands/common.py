@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import calendar
 import errno
 import os
 import re
@@ -22,7 +23,7 @@ from rich.text import Text
 from sqlalchemy import Engine
 
 from pixrecon.bootstrap import StartupError, open_database
-from reconcile.logs import get_logger, json_enabled
+from reconcile.logs import NOT_PERSONAL, get_logger, json_enabled
 from reconcile.provider.errors import AuthenticationFailed, Forbidden
 from reconcile.settings import Settings
 from reconcile.timeutil import BUSINESS_TZ
@@ -64,17 +65,20 @@ _LABELS: dict[Level, str] = {
 }
 
 
-def say(message: str, level: Level = "error") -> None:
+def say(message: str, level: Level = "error", *, personal: bool = True) -> None:
     """A diagnostic on stderr (``message`` is rich markup). Where stderr carries JSON logs
-    it is a log event too, so that every line there parses."""
+    it is a log event too, so that every line there parses, its personal data masked as in
+    every log line; ``personal=False`` for a message that cannot carry any (a setting's
+    value), shown there as on a terminal."""
     if json_enabled():
         plain = Text.from_markup(message).plain
+        vouched = {} if personal else {NOT_PERSONAL: ("message",)}
         if level == "error":
-            log.error("command_failed", message=plain)
+            log.error("command_failed", message=plain, **vouched)
         elif level == "interrupted":
-            log.warning("command_interrupted", message=plain)
+            log.warning("command_interrupted", message=plain, **vouched)
         else:
-            log.warning("command_warning", message=plain)
+            log.warning("command_warning", message=plain, **vouched)
         return
     err.print(f"{_LABELS[level]} {message}")
 
@@ -114,17 +118,36 @@ class Interrupted(Exception):
 
 # Python's date.fromisoformat also takes 20261122 and 2026-W47-7; the documented form is
 # the only one accepted, so that a typo is never read as some other day.
-_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+_MONTHS = (
+    *("January", "February", "March", "April", "May", "June", "July", "August"),
+    *("September", "October", "November", "December"),
+)
+
+
+def _why_not_a_day(iso_day: str) -> str:
+    """Why a YYYY-MM-DD that the calendar has no day for is none (``2026-02-30``): its
+    form is right, so saying "must be YYYY-MM-DD" would send people after the wrong fault."""
+    year, month, day = int(iso_day[:4]), int(iso_day[5:7]), int(iso_day[8:10])
+    if not 1 <= month <= 12:
+        return f"there is no month {month:02d}"
+    if year == 0:
+        return "there is no year 0000"
+    if day == 0:
+        return "days are numbered from 01"
+    return f"{_MONTHS[month - 1]} {year} has {calendar.monthrange(year, month)[1]} days"
 
 
 def day_option(raw: str, option: str = "--date") -> date:
     """A business day given as YYYY-MM-DD, or the command fails naming ``option``."""
-    try:
-        day = date.fromisoformat(raw) if _ISO_DAY.fullmatch(raw) else None
-    except ValueError:
-        day = None
-    if day is None:
+    if not _ISO_DAY.fullmatch(raw):
         raise fail(f"{option} must be YYYY-MM-DD, got {escape(repr(raw))}")
+    try:
+        day = date.fromisoformat(raw)
+    except ValueError:
+        raise fail(f"{option} {escape(repr(raw))} is not a day ({_why_not_a_day(raw)})") from None
     if not FIRST_DAY <= day <= LAST_DAY:
         # A day's window, with the margins read around it, must be a time Python can hold.
         raise fail(
@@ -152,6 +175,12 @@ def moment_option(raw: str, option: str) -> datetime:
     )
     if not is_iso_day_prefixed(raw):
         raise fail(problem)
+    try:
+        date.fromisoformat(raw[:10])
+    except ValueError:
+        raise fail(
+            f"{option} {escape(repr(raw))} is not a day ({_why_not_a_day(raw[:10])})"
+        ) from None
     try:
         moment = datetime.fromisoformat(raw)
     except ValueError:
@@ -365,12 +394,20 @@ def setting_problems(exc: ValidationError) -> list[str]:
 _SECRET_WORDS = ("SECRET", "PASSWORD", "TOKEN", "USERS", "KEY")
 
 
+# The password of a URL (``redis://:PASSWORD@host``, ``postgresql://user:PASSWORD@host``).
+_URL_PASSWORD = re.compile(r"://([^:/@\s]*):\S*@")
+
+
 def _shown_value(name: str, value: object) -> str:
+    """The value as given, but a secret's and a URL's password: any other value (a number
+    of days, a path, a host) is no secret, and shown whole to be recognised and fixed."""
     # ``PIXRECON_WEBHOOK_SECRET_HEADER`` names where the secret travels, not the secret.
     secret = not name.upper().endswith("_HEADER")
     if secret and any(word in name.upper() for word in _SECRET_WORDS):
         size = len(value) if isinstance(value, str) else None
         return f"(hidden, {size} characters)" if size is not None else "(hidden)"
+    if isinstance(value, str):
+        return repr(_URL_PASSWORD.sub(r"://\1:***@", value))
     return repr(value)
 
 

@@ -42,6 +42,18 @@ def warn_about_confirmation(settings: Settings) -> None:
         say(f"confirmation by the provider's API is {settings.confirmation}", "warning")
 
 
+def _warn_about_a_start(settings: Settings) -> None:
+    from receiver.auth import auth_is_configured
+
+    if not auth_is_configured(settings):  # refused at start unless PIXRECON_INSECURE_NO_AUTH
+        say(
+            "webhook authentication is OFF (PIXRECON_INSECURE_NO_AUTH=1); anyone who can "
+            "reach this port can inject notifications. Never run like this in production.",
+            "warning",
+        )
+    warn_about_confirmation(settings)
+
+
 def _server(config: uvicorn.Config) -> uvicorn.Server:
     """A ``uvicorn.Server`` that ends normally after the graceful shutdown a signal asked for.
 
@@ -125,19 +137,12 @@ def serve(
                 f"PIXRECON_DASHBOARD_USERS: {escape(str(exc))} (make each line with `pixrecon "
                 "dashboard hash-password NAME`)"
             ) from None
-    if not auth_is_configured(settings):
-        if not settings.insecure_no_auth:
-            raise fail(
-                "no webhook authentication is configured: set PIXRECON_WEBHOOK_SECRETS, "
-                "PIXRECON_ALLOW_IPS, PIXRECON_HMAC_SECRETS or mutual TLS (see "
-                "docs/security.md), or PIXRECON_INSECURE_NO_AUTH=1 for local development only"
-            )
-        say(
-            "webhook authentication is OFF (PIXRECON_INSECURE_NO_AUTH=1); anyone who can "
-            "reach this port can inject notifications. Never run like this in production.",
-            "warning",
+    if not auth_is_configured(settings) and not settings.insecure_no_auth:
+        raise fail(
+            "no webhook authentication is configured: set PIXRECON_WEBHOOK_SECRETS, "
+            "PIXRECON_ALLOW_IPS, PIXRECON_HMAC_SECRETS or mutual TLS (see "
+            "docs/security.md), or PIXRECON_INSECURE_NO_AUTH=1 for local development only"
         )
-    warn_about_confirmation(settings)
     if settings.broker_url:
         broker_or_exit(settings, reachable=False)  # a dead Redis is waited out, a bad URL not
     sock = listen_or_exit(host, port)
@@ -160,6 +165,8 @@ def serve(
                 **tls_options(settings),
             )
             server = _server(config)
+            # Said once every check passed: a receiver that cannot start says only why.
+            _warn_about_a_start(settings)
             freeze_startup_objects()
             # uvicorn says where it listens only for sockets it opened itself.
             scheme = "https" if config.is_ssl else "http"
@@ -190,12 +197,13 @@ def worker(
             "workers itself"
         )
     broker_or_exit(settings, reachable=True)
-    warn_about_confirmation(settings)
     # Built here once, so that a certificate file the worker processes could not load is
     # one line and exit 2 now, not a traceback in each of them.
     provider_clients(settings).close()
     database_or_exit(settings, auto_upgrade=False).dispose()
     metrics_env = _worker_metrics_environment(settings)
+    # Said once every check passed: a worker that cannot start says only why.
+    warn_about_confirmation(settings)
     # Logging is ours (one format, reconcile/logs.py), not Dramatiq's plain-text default.
     arguments = ["-m", "dramatiq", "worker.entry", "--skip-logging"]
     arguments += ["--processes", str(processes), "--threads", str(threads)]

@@ -4,6 +4,8 @@ never a database created where none was asked for (README, "Exit codes")."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import socket
 import subprocess
 import uuid
@@ -17,6 +19,7 @@ from sqlalchemy.engine import make_url
 from migrations.apply import upgrade
 from reconcile.db import create_db_engine
 from tests.cli_support import clean_env, run_pixrecon
+from tests.conftest import free_port
 
 # (arguments, settings without the prefix, what the error line must say). Paths and ports
 # in braces are filled in per run; the cases run concurrently to keep this file fast.
@@ -200,10 +203,37 @@ CASES: dict[str, Case] = {
         {},
         "no inbox item 99999999999999999999",
     ),
-    "exceptions_bad_date": (
+    # In the documented form, but no day of the calendar: said so, on every command that
+    # takes a day, not "must be YYYY-MM-DD" (which it is).
+    "exceptions_no_such_day": (
         ("exceptions", "--date", "2026-02-30"),
         {},
-        "--date must be YYYY-MM-DD",
+        "--date '2026-02-30' is not a day (February 2026 has 28 days)",
+    ),
+    "reconcile_no_such_day": (
+        ("reconcile", "--date", "2024-02-30", "--no-poll"),
+        {},
+        "--date '2024-02-30' is not a day (February 2024 has 29 days)",
+    ),
+    "export_no_such_month": (
+        ("export", "--date", "2026-13-01", "--kind", "exceptions", "--format", "csv"),
+        {},
+        "--date '2026-13-01' is not a day (there is no month 13)",
+    ),
+    "demo_no_such_day": (
+        ("demo", "--date", "2026-04-31", "--database-url", "sqlite:///{tmp}/demo.db"),
+        {},
+        "--date '2026-04-31' is not a day (April 2026 has 30 days)",
+    ),
+    "sandbox_no_such_day": (
+        ("sandbox", "--date", "2026-06-00", "--port", "0", "--accounts-port", "0"),
+        {},
+        "--date '2026-06-00' is not a day (days are numbered from 01)",
+    ),
+    "poll_no_such_day": (
+        ("poll", "--since", "2026-02-29T10:00"),
+        {},
+        "--since '2026-02-29T10:00' is not a day (February 2026 has 28 days)",
     ),
     # Python reads 20261123 as a date too; only the documented form is accepted.
     "reconcile_basic_date": (
@@ -693,3 +723,75 @@ def test_a_setting_that_would_work_in_name_only_is_one_line_and_exit_two(
     for name, (result, says) in run_all(HALF_SET, tmp_path).items():
         assert "Traceback" not in result.stderr, name
         assert_one_line(result, says)
+
+
+def test_a_setting_that_is_no_secret_is_shown_whole_and_a_url_password_never(
+    tmp_path: Path,
+) -> None:
+    """Only secrets are hidden: a number of days with eleven digits is not a CPF, in a JSON
+    line (where personal data is masked) as on a terminal; a URL's password is."""
+    cases: dict[str, Case] = {
+        "days_like_a_document": (
+            ("prune", "--dry-run"),
+            {"retention_days": "99999999999"},
+            "PIXRECON_RETENTION_DAYS='99999999999': at most 36500 days",
+        ),
+        "url_with_password": (
+            ("events",),
+            {"broker_url": "http://cache:hunter2@127.0.0.1:6379/0"},
+            "PIXRECON_BROKER_URL='http://cache:***@127.0.0.1:6379/0': not a Redis URL",
+        ),
+    }
+    for name, (result, says) in run_all(cases, tmp_path).items():
+        assert_one_line(result, says)
+        assert "hunter2" not in result.stderr, name
+    for name, (args, variables, says) in cases.items():
+        env = clean_env(log_json="1", **variables)
+        result = run_pixrecon(*args, cwd=tmp_path, env=env)
+        assert result.returncode == 2, result.stderr
+        [line] = result.stderr.splitlines()
+        assert json.loads(line)["message"].startswith(says), name
+        assert "hunter2" not in line, name
+
+
+def test_a_start_that_fails_says_only_why(
+    tmp_path: Path, sqlite_template: Path, redis_url: str
+) -> None:
+    """No provider configured and no webhook authentication are warned about by a start
+    that goes on: one that cannot start prints its error line alone."""
+    migrated = tmp_path / "migrated.db"
+    shutil.copyfile(sqlite_template, migrated)
+    down = "postgresql://pixrecon@127.0.0.1:1/pixrecon"
+    cases: dict[str, Case] = {
+        "serve_port_busy": (
+            ("serve", "--port", "{busy_port}"),
+            {"insecure_no_auth": "1", "database_url": f"sqlite:///{migrated}"},
+            "port {busy_port} is already in use on 127.0.0.1",
+        ),
+        "serve_database_down": (
+            ("serve", "--port", str(free_port())),
+            {"insecure_no_auth": "1", "database_url": down},
+            "cannot use the database at postgresql://pixrecon@127.0.0.1:1/pixrecon",
+        ),
+        "worker_database_down": (
+            ("worker",),
+            {"broker_url": redis_url, "database_url": down},
+            "cannot use the database at postgresql://pixrecon@127.0.0.1:1/pixrecon",
+        ),
+        "worker_metrics_port_busy": (
+            ("worker",),
+            {
+                "broker_url": redis_url,
+                "database_url": f"sqlite:///{migrated}",
+                "worker_metrics_port": "{busy_port}",
+            },
+            "port {busy_port} is already in use on 127.0.0.1",
+        ),
+    }
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        outcomes = run_all(cases, tmp_path, busy.getsockname()[1])
+    for name, (result, says) in outcomes.items():
+        assert_one_line(result, says)
+        assert len(result.stderr.splitlines()) == 1, (name, result.stderr)

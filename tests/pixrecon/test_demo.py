@@ -195,7 +195,7 @@ def test_fees_netted_from_their_pix_agree_with_the_sandbox(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (("--date", "2026-13-01"), "--date must be YYYY-MM-DD"),
+        (("--date", "2026-13-01"), "--date '2026-13-01' is not a day (there is no month 13)"),
         (("--date", "2999-01-01"), "choose an earlier --date"),
         (("--scenario", "nowhere.json"), "nowhere.json: invalid scenario"),
         (("--database-url", "mysql://u@127.0.0.1/x"), "'mysql' is not supported"),

@@ -240,7 +240,7 @@ def test_what_cannot_be_done_is_one_line_and_exit_two(
     day = DAY.isoformat()
     _one_line(
         pixrecon("export", "--date", "2026-02-30", "--kind", "movements", "-f", "csv"),
-        "--date must be YYYY-MM-DD, got '2026-02-30'",
+        "--date '2026-02-30' is not a day (February 2026 has 28 days)",
     )
     _one_line(
         pixrecon("export", "--date", day, "--kind", "exceptions", "-f", "ofx"),
