@@ -5,8 +5,9 @@ crypto, types not yet known) is stored as ``unsupported`` and acknowledged, beca
 provider disables a webhook that keeps failing. Senders vary the envelope: the object may
 come under ``payload``, ``data`` may be an array of them, or the body an array of
 notifications (one item each), and the type may be named inside the object
-(``webhookType``) rather than beside it; a body that cannot be taken apart at all is kept
-whole as ``unsupported``.
+(``webhookType``) rather than beside it, and each of these names may be spelt otherwise
+(``Type``, ``Data``: read as a key's other spelling is, flagged where it came); a body that
+cannot be taken apart at all is kept whole as ``unsupported``.
 """
 
 from __future__ import annotations
@@ -32,10 +33,14 @@ from reconcile.payloads import (
 from reconcile.payloads.accounts_types import (
     KNOWN_TYPES,
     beside,
+    disagreeing,
+    field_of,
     from_path,
     inside,
+    is_notification,
     names_its_own,
     path_label,
+    respelled,
     slot_of,
 )
 from reconcile.payloads.items import Refusal, keyed, new_item, unsupported_item
@@ -237,7 +242,10 @@ def _keyed(found: dict[str, Any], kind_name: str) -> bool:
     keys = DATA_MODELS[kind_name].KEYS
     aliases = _KEY_ALIASES.get(kind_name, {})
     names = [*keys, *(aliases[k] for k in keys if k in aliases)]
-    return any(_says_something(found.get(name)) for name in names)
+    if any(_says_something(found.get(name)) for name in names):
+        return True
+    # Another spelling of a key's name (``Id``) is read, and flagged, by the data model.
+    return any(respelled(found, name) for name in keys)
 
 
 def _completed(
@@ -263,10 +271,6 @@ def _completed(
         beside = f"{name} inside {slot} (read from beside it)"
         moved.append(ItemWarning(at, beside if given == name else key_renamed(name)))
     return (completed, moved) if moved else (inner, [])
-
-
-def _notification(entry: object) -> bool:
-    return isinstance(entry, dict) and ("type" in entry or any(slot in entry for slot in ENVELOPES))
 
 
 _EACH = 'one notification {"type": ..., "data": {...}} (an array became one item each)'
@@ -347,6 +351,15 @@ def _said_at(warnings: tuple[ItemWarning, ...], at: str, expected: str) -> tuple
     return (first, *(w for w in warnings if w.pointer != at))
 
 
+def _against_beside(
+    named_beside: bool, raw: dict[str, Any], slot: str, kind_name: str
+) -> list[ItemWarning]:
+    if not named_beside:
+        return []
+    against = disagreeing(raw, pointer([slot]), kind_name)
+    return [against] if against is not None else []
+
+
 def key_of(kind_name: str, data: Identified) -> str:
     key = f"accounts:{kind_name}:{data.reference()}:{data.status or UNKNOWN_STATUS}"
     if isinstance(data, MovementData) and data.returns():
@@ -359,11 +372,13 @@ def accounts_items(document: Any, path_type: str | None = None) -> list[NewItem]
     """``{type, data}``; ``path_type`` is what follows ``/webhooks/accounts/`` in the path
     (one segment, or several joined by ``/``), for bodies that name no type."""
     if not isinstance(document, dict):
-        if isinstance(document, list) and any(map(_notification, document)):
+        if isinstance(document, list) and any(map(is_notification, document)):
             return _each(document, path_type)
         shape = ItemWarning("/", 'an object {"type": ..., "data": {...}}')
         return [unsupported_item(path_label(path_type), document, shape)]
     kind_name, warnings = beside(document, path_type)
+    # Named beside the object, the type is checked against the object's own word.
+    named_beside = kind_name is not None
     if kind_name is None:
         # Only a body without ``type`` beside ``data`` gets here: the object's own word,
         # else the path's.
@@ -386,18 +401,22 @@ def accounts_items(document: Any, path_type: str | None = None) -> list[NewItem]
         return [unsupported_item("UNKNOWN", document, warnings[0] if warnings else None)]
     if kind_name not in KNOWN_TYPES:
         return [unsupported_item(kind_name, document)]
-    slot = next((name for name in ENVELOPES if name in document), None)
+    slot = slot_of(document)
     if slot is None:
         if not _keyed(document, kind_name):
             return [unsupported_item(kind_name, document, ItemWarning("/data", "the data object"))]
         # A terse notification may come flat, its fields beside ``type``: read as the
         # data object it stands for (the item keeps them all, under ``data``).
-        fields = {k: v for k, v in document.items() if k != "type"}
-        document = {**{k: v for k, v in document.items() if k == "type"}, "data": fields}
+        typed = field_of(document, "type")
+        fields = {k: v for k, v in document.items() if k != typed}
+        document = {**{k: v for k, v in document.items() if k == typed}, "data": fields}
         slot = "data"
         flat = "the data object (its fields were read from beside type)"
         warnings.append(ItemWarning("/data", flat))
-    if slot != "data":
+    if slot not in ENVELOPES:
+        respelt = "the notification's object under its documented name, data (read from this one)"
+        warnings.append(ItemWarning(pointer([slot]), respelt))
+    elif slot != "data":
         warnings.append(ItemWarning(pointer([slot]), "the notification under data"))
     inner = document[slot]
     if isinstance(inner, dict):
@@ -422,7 +441,11 @@ def accounts_items(document: Any, path_type: str | None = None) -> list[NewItem]
             key_of(kind_name, data),
             # Each item keeps the envelope with its own object in it.
             document if raw is inner else {**document, slot: raw},
-            [*warnings, *data.warnings(pointer([slot]))],
+            [
+                *warnings,
+                *_against_beside(named_beside, raw, slot, kind_name),
+                *data.warnings(pointer([slot])),
+            ],
         )
         for data, raw, _ in keyed(
             DATA_MODELS[kind_name], candidates, f"a {kind_name} notification", refusal

@@ -15,7 +15,8 @@ from typing import Any
 
 from reconcile.models import ItemKind
 from reconcile.payloads import ItemWarning, pointer
-from reconcile.payloads.refs import ENVELOPES
+from reconcile.payloads.refs import ENVELOPES, notification_slot
+from reconcile.payloads.tolerant import spelling
 
 KNOWN_TYPES = {
     "TRANSFER": ItemKind.ACCOUNTS_TRANSFER,
@@ -89,34 +90,102 @@ def _said(at: str, parts: list[str]) -> list[ItemWarning]:
     return [ItemWarning(at, "; ".join(parts))] if parts else []
 
 
+def _says_something(value: object) -> bool:
+    return value is not None and value != ""
+
+
+def respelled(holder: dict[str, Any], name: str) -> str | None:
+    """The field of ``holder`` that is ``name`` spelt otherwise (``Type``, ``DATA``,
+    ``webhook_type``: case, underscores and whitespace aside) and holds something, as a
+    business key is read from another spelling of its name. Only asked where ``name``
+    itself says nothing, so the documented shape pays nothing for it."""
+    wanted = spelling(name)
+    return next(
+        (
+            given
+            for given, value in holder.items()
+            if given != name and spelling(given) == wanted and _says_something(value)
+        ),
+        None,
+    )
+
+
+def field_of(holder: dict[str, Any], name: str) -> str:
+    """Where ``holder`` keeps ``name``: under that name, else under another spelling of it
+    (``name`` when neither holds anything)."""
+    if _says_something(holder.get(name)):
+        return name
+    return respelled(holder, name) or name
+
+
+def renamed(documented: str, given: str, what: str = "the notification type") -> list[str]:
+    """What is said at a field read from another spelling of its name: nothing when it
+    came under its documented name."""
+    if given == documented:
+        return []
+    return [f"{what} under its documented name, {documented} (read from this one)"]
+
+
 def beside(document: dict[str, Any], path: str | None) -> tuple[str | None, list[ItemWarning]]:
-    """The type ``type`` (else ``webhookType``) beside ``data`` names, flagged where it is
-    not as documented or the path names another; ``None`` when there it names none."""
+    """The type ``type`` (else ``webhookType``) beside ``data`` names, each read from another
+    spelling of its name where the documented one says nothing; flagged where it is not as
+    documented or the path names another; ``None`` when there it names none."""
     declared = document.get("type")
+    given = "type"
+    if not _says_something(declared):
+        given = respelled(document, "type") or "type"
+        declared = document.get(given)
     if isinstance(declared, str) and declared.strip():
-        name, read = named(declared, "/type")
-        parts = [w.expected for w in read]
+        at = pointer([given])
+        name, read = named(declared, at)
+        parts = [*renamed("type", given), *(w.expected for w in read)]
         # A per-type URL naming the body's own type, the common case, reads no further.
         if path and path.upper() != name:
             against = _against_path(path_types(path), name)
             parts += [against] if against else []
-        return name, _said("/type", parts)
+        return name, _said(at, parts)
     flagged = (
-        [ItemWarning("/type", "the notification type, a string")] if "type" in document else []
+        [ItemWarning(pointer([given]), "the notification type, a string")]
+        if given in document
+        else []
     )
     # The provider names its movements' type ``webhookType`` inside them; some senders put
     # that name beside ``data``.
-    other = document.get("webhookType")
+    given = field_of(document, "webhookType")
+    other = document.get(given)
     if isinstance(other, str) and other.strip():
-        name, read = named(other, "/webhookType")
+        at = pointer([given])
+        name, read = named(other, at)
         types = path_types(path)
         if name not in PATH_TYPES and types:
-            name, read_there = _path_over(types, "/webhookType")
+            name, read_there = _path_over(types, at)
             return name, [*flagged, read_there]
-        parts = ["the notification's type as type (read from here)", *(w.expected for w in read)]
+        parts = [
+            "the notification's type as type (read from here)",
+            *renamed("webhookType", given),
+            *(w.expected for w in read),
+        ]
         against = _against_path(path_types(path), name) if path else None
-        return name, [*flagged, *_said("/webhookType", [*parts, *([against] if against else [])])]
+        return name, [*flagged, *_said(at, [*parts, *([against] if against else [])])]
     return None, flagged
+
+
+def disagreeing(inner: object, at: str, name: str) -> ItemWarning | None:
+    """The flag at the object's own ``webhookType`` where it names another type the provider
+    notifies than ``name``, the type beside ``data`` it was read as: one of the two is
+    wrong, and whoever reads the flags must learn that the movement may be another."""
+    if not isinstance(inner, dict):
+        return None
+    given = field_of(inner, "webhookType")
+    own = inner.get(given)
+    if not isinstance(own, str) or not own.isascii():
+        return None
+    said = own.strip().upper()
+    if said == name or said not in PATH_TYPES:
+        return None
+    return ItemWarning(
+        f"{at}/{given}", f"the type beside data, {name} (read as that; this names {said})"
+    )
 
 
 def inside(inner: object, slot: str, path: str | None) -> tuple[str, ItemWarning | None] | None:
@@ -126,19 +195,27 @@ def inside(inner: object, slot: str, path: str | None) -> tuple[str, ItemWarning
     documented: nothing to flag."""
     if not isinstance(inner, dict):
         return None
-    for field in INNER_TYPE:
+    fields = [(field, field) for field in INNER_TYPE if _says_something(inner.get(field))]
+    if not fields:
+        fields = [(field, given) for field in INNER_TYPE if (given := respelled(inner, field))]
+    for documented, field in fields:
         declared = inner.get(field)
         if isinstance(declared, str) and declared.strip():
             at = pointer([slot, field])
             name, read = named(declared, at)
             types = path_types(path)
-            if types == (name,):
+            spelt = renamed(documented, field)
+            if types == (name,) and not spelt:
                 return name, None
             if name not in PATH_TYPES and types:
                 return _path_over(types, at)
+            parts = (
+                []
+                if types == (name,)
+                else ["the notification's type as type beside data (read from here)"]
+            )
             against = _against_path(types, name)
-            parts = ["the notification's type as type beside data (read from here)"]
-            parts += [w.expected for w in read] + ([against] if against else [])
+            parts += spelt + [w.expected for w in read] + ([against] if against else [])
             return name, ItemWarning(at, "; ".join(parts))
     return None
 
@@ -162,4 +239,16 @@ def from_path(path: str | None) -> tuple[str | None, list[ItemWarning]]:
 
 
 def slot_of(document: dict[str, Any]) -> str | None:
-    return next((name for name in ENVELOPES if name in document), None)
+    """Where the notification keeps its object (``Data`` read, flagged by the reader)."""
+    return notification_slot(document)
+
+
+def is_notification(entry: object) -> bool:
+    """Whether ``entry``, one of a bare array's, is an accounts notification (by a field
+    of its envelope's, under any spelling of its name)."""
+    if not isinstance(entry, dict):
+        return False
+    if "type" in entry or any(slot in entry for slot in ENVELOPES):
+        return True
+    envelope = {spelling(name) for name in ("type", *ENVELOPES)}
+    return any(isinstance(given, str) and spelling(given) in envelope for given in entry)

@@ -111,12 +111,27 @@ class _Found:
         self.refs = {name: values for name, values in self.refs.items() if values}
 
 
+def notification_slot(payload: dict[str, Any]) -> str | None:
+    """Where an accounts notification keeps its object: ``data`` (or ``payload``), else
+    another spelling of either (``Data``) that holds something, as the reader took it
+    from there. The documented names are looked up first: they pay nothing more."""
+    slot = next((name for name in ENVELOPES if name in payload), None)
+    if slot is not None and payload[slot] not in (None, ""):
+        return slot
+    for name in ENVELOPES:
+        wanted = spelling(name)
+        for given, value in payload.items():
+            if given != name and spelling(given) == wanted and value not in (None, ""):
+                return str(given)
+    return slot
+
+
 def notification_data(payload: Any) -> Any:
-    """The object of an accounts notification, under ``data`` or ``payload``."""
+    """The object of an accounts notification, under ``data`` or ``payload`` (or another
+    spelling of either)."""
     if isinstance(payload, dict):
-        for name in ENVELOPES:
-            if name in payload:
-                return payload[name]
+        slot = notification_slot(payload)
+        return payload[slot] if slot is not None else None
     return None
 
 

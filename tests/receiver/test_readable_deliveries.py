@@ -309,6 +309,30 @@ def test_accounts_notifications_as_the_sandbox_and_batching_senders_write_them(
     assert rows == {"wt-1": "TRANSFER", "arr-1": "TRANSFER", "arr-2": "RECEIVE"}
 
 
+def test_an_envelope_with_capitalised_names_is_read_and_processed(
+    running_node: RunningNode,
+) -> None:
+    """``{"Type": …, "Data": {"Id": …}}``: the envelope's names spelt otherwise are read as
+    a key's are, flagged where they came, and the movement is processed as what it is (kept
+    as unsupported, a payout would never be matched)."""
+    data = {"Id": "cap-1", "status": "LIQUIDATED", "payment": {"amount": "1.00"}}
+    _post(
+        running_node, "/webhooks/accounts", json.dumps({"Type": "TRANSFER", "Data": data}).encode()
+    )
+    own = {"id": "cap-2", "status": "LIQUIDATED", "WebhookType": "RECEIVE"}
+    _post(running_node, "/webhooks/accounts", json.dumps({"DATA": own}).encode())
+    running_node.wait_processed()
+    items = _items(running_node)
+    typed = items["accounts:TRANSFER:cap-1:LIQUIDATED"]
+    assert typed.status == "processed"
+    assert set(_warned(typed)) == {"/Type", "/Data", "/Data/Id"}
+    assert "/DATA/WebhookType" in _warned(items["accounts:RECEIVE:cap-2:LIQUIDATED"])
+    with session_scope(running_node.node.engine) as session:
+        found = session.execute(select(AccountMovement)).scalars()
+        rows = {row.reference: row.type for row in found}
+    assert rows == {"cap-1": "TRANSFER", "cap-2": "RECEIVE"}
+
+
 def test_documents_sent_one_after_another_are_each_read(running_node: RunningNode) -> None:
     """Newline-delimited documents, as a relay that batches deliveries sends them, and one
     followed by the NUL byte a C sender posts with its string: each document is JSON with

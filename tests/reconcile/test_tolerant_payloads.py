@@ -1038,3 +1038,81 @@ def test_a_word_no_type_of_the_providers_defers_to_the_paths_type(beside_data: b
     # Without a type in the path the word is all there is: kept, under its name.
     (kept,) = accounts_items(body, None)
     assert kept.key.startswith("unsupported:PIX_OUT:")
+
+
+def _respelt(document: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    return {names.get(name, name): value for name, value in document.items()}
+
+
+@pytest.mark.parametrize(
+    ("type_name", "data_name"),
+    [("Type", "Data"), ("TYPE", "DATA"), (" type", "Payload"), ("type", "Data")],
+)
+def test_the_envelopes_names_spelt_otherwise_are_read_and_flagged(
+    type_name: str, data_name: str
+) -> None:
+    """As a key missing under its documented name is read from another spelling of it, so
+    are the envelope's ``type`` and ``data``: kept as unsupported, a TRANSFER would never
+    reach its payout. Each is flagged where it came; the item keeps the body's names."""
+    body = _respelt(_notification("transfer.json"), {"type": type_name, "data": data_name})
+    (item,) = accounts_items(body)
+    assert (item.key, item.status) == ("accounts:TRANSFER:98765:LIQUIDATED", "pending")
+    assert json.loads(item.payload).keys() == body.keys()
+    said = _warnings(item)
+    if type_name != "type":
+        assert said[f"/{type_name}"] == (
+            "the notification type under its documented name, type (read from this one)"
+        )
+    assert "/type" not in said
+    assert said[f"/{data_name}"] in (
+        "the notification's object under its documented name, data (read from this one)",
+        "the notification under data",
+    )
+    assert "/data" not in said
+    # The item's references are found under the name it came with.
+    assert "98765" in (item.refs or ())
+
+
+def test_a_type_and_an_object_spelt_otherwise_are_read_wherever_they_come() -> None:
+    data = {"Id": "t-1", "status": "LIQUIDATED", "payment": {"amount": "5.00"}}
+    (own,) = accounts_items({"Data": {**data, "WebhookType": "RECEIVE"}})
+    assert own.key == "accounts:RECEIVE:t-1:LIQUIDATED"
+    assert "webhookType" in _warnings(own)["/Data/WebhookType"]
+    (beside,) = accounts_items({"webhook_type": "RECEIVE", "data": data})
+    assert beside.key == "accounts:RECEIVE:t-1:LIQUIDATED"
+    assert "/webhook_type" in _warnings(beside)
+    (flat,) = accounts_items({"Type": "TRANSFER", "Id": "f-1", "status": "LIQUIDATED"})
+    assert flat.key == "accounts:TRANSFER:f-1:LIQUIDATED"
+    listed = accounts_items([{"Type": "TRANSFER", "Data": data}, {"TYPE": "RECEIVE", "DATA": data}])
+    assert [i.key for i in listed] == [
+        "accounts:TRANSFER:t-1:LIQUIDATED",
+        "accounts:RECEIVE:t-1:LIQUIDATED",
+    ]
+    # The documented names, when they hold something, are read as ever: nothing to flag.
+    (documented,) = accounts_items({"type": "TRANSFER", "data": {**data, "id": "t-1"}, "Data": 1})
+    assert documented.key == "accounts:TRANSFER:t-1:LIQUIDATED"
+    assert not any(w.pointer.startswith(("/Data", "/type")) for w in documented.warnings)
+
+
+def test_a_type_beside_data_its_object_contradicts_is_flagged() -> None:
+    """``type`` beside ``data`` decides, as documented; where the object's own
+    ``webhookType`` names another type the provider notifies, one of them is wrong, and the
+    item says so. A word of another vocabulary, or the same type, is no disagreement."""
+    data = {"id": "t-1", "status": "LIQUIDATED", "payment": {"amount": "5.00"}}
+    (item,) = accounts_items({"type": "TRANSFER", "data": {**data, "webhookType": "RECEIVE"}})
+    assert item.key == "accounts:TRANSFER:t-1:LIQUIDATED"
+    assert _warnings(item) == {
+        "/data/webhookType": "the type beside data, TRANSFER (read as that; this names RECEIVE)"
+    }
+    listed = accounts_items(
+        {"type": "RECEIVE", "data": [{**data, "webhookType": "REFUND"}, {**data, "id": "t-2"}]}
+    )
+    assert "/data/webhookType" in _warnings(listed[0])
+    assert "/data/webhookType" not in _warnings(listed[1])
+    (beside,) = accounts_items(
+        {"webhookType": "TRANSFER", "data": {**data, "webhookType": "receive"}}
+    )
+    assert "this names RECEIVE" in _warnings(beside)["/data/webhookType"]
+    for own in ("TRANSFER", "transfer", "PIX_OUT"):
+        (agreed,) = accounts_items({"type": "TRANSFER", "data": {**data, "webhookType": own}})
+        assert "/data/webhookType" not in _warnings(agreed), own
