@@ -52,8 +52,17 @@ def webhook_path(path: str) -> str:
     # fixed segments are read in any case; an accounts type keeps its own (the body's
     # ``type`` is compared in capitals anyway).
     segments = normal.split("/")
-    if len(segments) < 2 or segments[0] or segments[1].lower() != "webhooks":
+    if len(segments) < 2 or segments[0]:
         return path
+    if segments[1].lower() != "webhooks":
+        # Behind a reverse proxy that forwards a path prefix (``/api/webhooks/qrcode/pix``,
+        # the receiver published under ``/api``): the path from its first ``webhooks``
+        # segment on is the route. Answered 404, every delivery would count towards the
+        # provider disabling the webhook; a path without that segment is no webhook's.
+        start = next((i for i, s in enumerate(segments) if s.lower() == "webhooks"), None)
+        if start is None:
+            return path
+        segments = ["", *segments[start:]]
     fixed = 3 if len(segments) > 2 and segments[2].lower() == "accounts" else len(segments)
     segments[1:fixed] = [segment.lower() for segment in segments[1:fixed]]
     family = segments[2] if len(segments) > 2 else ""
@@ -81,8 +90,9 @@ class WebhookPaths:
     the webhook: repeated and trailing slashes of a webhook path are dropped before
     routing, a QR code path is routed by its last segment (the registered URL's when that
     names no route: ``…/webhooks/qrcode/loja1`` registered), an accounts type repeated is
-    read once, and the fixed segments are read in any letter case (a merchant may type
-    ``…/Webhooks/QRCode``)."""
+    read once, the fixed segments are read in any letter case (a merchant may type
+    ``…/Webhooks/QRCode``), and a prefix before the ``webhooks`` segment, which a reverse
+    proxy publishing the receiver under a path of its own forwards, is dropped."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

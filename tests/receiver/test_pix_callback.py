@@ -167,6 +167,44 @@ def test_a_url_typed_in_another_case_or_with_its_type_doubled_is_routed(
     assert key.startswith(("pix:", "accounts:TRANSFER:tt-1:"))
 
 
+@pytest.mark.parametrize(
+    ("path", "route", "body"),
+    [
+        ("/api/webhooks/qrcode/pix", "/webhooks/qrcode/pix", lambda: {"pix": [pix()]}),
+        ("/api/v1/Webhooks/QRCode//pix/", "/webhooks/qrcode/pix", lambda: {"pix": [pix()]}),
+        ("/api/webhooks/qrcode/loja1/pix", "/webhooks/qrcode/pix", lambda: {"pix": [pix()]}),
+        (
+            "/pixrecon/webhooks/accounts",
+            "/webhooks/accounts",
+            lambda: {"type": "TRANSFER", "data": {"id": "tt-1", "status": "LIQUIDATED"}},
+        ),
+        (
+            "/pixrecon/webhooks/accounts/transfer",
+            "/webhooks/accounts/transfer",
+            lambda: {"data": {"id": "tt-1", "status": "LIQUIDATED"}},
+        ),
+    ],
+)
+def test_a_path_prefix_a_reverse_proxy_forwards_is_dropped(
+    running_node: RunningNode, path: str, route: str, body: Callable[[], Any]
+) -> None:
+    """The receiver published under ``/api`` by a proxy that forwards the prefix: answered
+    404, every delivery would count towards the provider disabling the webhook. The
+    prefix is not kept in the stored route; a delivery without its secret is refused."""
+    response = running_node.http.post(path, json=body())
+    assert response.status_code == 200, response.text
+    assert response.json()["new"] == 1
+    with session_scope(running_node.node.engine) as session:
+        stored = session.execute(select(col(WebhookDelivery.route))).scalar_one()
+        key = session.execute(select(col(InboxItem.key))).scalar_one()
+    assert stored == route
+    assert key.startswith(("pix:", "accounts:TRANSFER:tt-1:"))
+    assert httpx.post(running_node.url + path, json=body()).status_code == 401
+    # Only a path under a ``webhooks`` segment is a webhook route.
+    for elsewhere in ("/api/qrcode/pix", "/api/webhook/accounts", "/api/healthz/pix"):
+        assert running_node.http.post(elsewhere, json=body()).status_code == 404, elsewhere
+
+
 def test_batch_of_three_makes_three_items(running_node: RunningNode) -> None:
     response = running_node.post_pix({"pix": [pix(), pix(), pix(txid=None)]})
     assert response.json() == {"items": 3, "new": 3, "duplicates": 0}
