@@ -197,12 +197,18 @@ def test_the_apis_word_read_after_a_notified_closing_keeps_the_notified_debit_be
 def test_a_closing_waiting_for_the_api_today_says_when_it_becomes_a_break(
     engine: Engine,
 ) -> None:
-    today = business_today()
+    today, now = business_today(), utcnow()
     book = DayBook(engine, today)
-    book.infraction(_case(book, "AGREED", "20.00"))
+    # Opened and closed before now, whatever the hour: a closing later in the day than
+    # the run is not yet a closing, and the case would be open at the run's "as of".
+    start = as_utc(book.at("00:00"))
+    case = _case(book, "AGREED", "20.00")
+    case["createdAt"] = (start + (now - start) / 3).isoformat()
+    case["closedAt"] = (start + (now - start) * 2 / 3).isoformat()
+    book.infraction(case)
     with Session(engine) as session:
         notified = session.exec(select(Infraction)).one().updated_at
-    result = reconcile_day(engine, today, now=utcnow())
+    result = reconcile_day(engine, today, now=now)
     verdict = verdicts_of(engine, result)[("infraction", "med-x")]
     assert verdict.status == "pending", verdict.reason
     assert verdict.due_at is not None
