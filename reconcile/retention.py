@@ -7,7 +7,11 @@ latest run says ``reconciled`` and no remaining exception case refers to it, nob
 its raw form any more: the item is deleted, or — when a result row still points at it
 (every Pix received does) — kept without its payload, and the personal data of the result
 rows that came from it (payer and debtor documents and names, free text) is masked.
-Results, runs, verdicts, cases and operator actions are never deleted.
+Results, runs, verdicts, cases and operator actions are never deleted; nor is an item a
+provider's listing sent that could not be read (``unread_item``): it holds no raw body and
+no personal data, only that its days were not read whole, and deleted it would let a day
+judged again say ``reconciled`` of a day nobody read whole. A read that reads it clears it
+(``reconcile/unread.py``); a prune counts those older than the period, for the operator.
 
 Everything else past the period is kept as it is: items still pending, failed or
 unsupported (a person must act on them), items of days without a ``reconciled`` verdict,
@@ -68,6 +72,7 @@ from reconcile.models import (
     Recurrence,
     RecurringCharge,
     StatementEntry,
+    UnreadItem,
     WebhookDelivery,
 )
 from reconcile.timeutil import BUSINESS_TZ, as_utc, business_day_bounds, utcnow
@@ -144,7 +149,8 @@ class PruneReport:
     masked: Counter[str] = field(default_factory=Counter)
     """Rows whose personal data was masked, per table."""
     kept: Counter[str] = field(default_factory=Counter)
-    """Inbox items older than the period kept whole, by reason."""
+    """Inbox items older than the period kept whole, by reason; and (``unread``) the items
+    a listing sent that could not be read, older than the period, kept as every one is."""
     days: list[date] = field(default_factory=list)
     """The reconciled business days whose items were released."""
     interrupted: bool = False
@@ -453,9 +459,13 @@ class _Run:
 
     def count_kept(self) -> None:
         """Why old items are still whole: one count per reason, for the operator."""
-        inbox = table_of(InboxItem)
+        inbox, unread = table_of(InboxItem), table_of(UnreadItem)
         cutoff = self.report.cutoff
         with session_scope(self.engine) as session:
+            # Whole window past the period: what it may have left out is of old days.
+            unread_old = session.execute(
+                select(func.count()).where(unread.c.at_until < cutoff)
+            ).scalar_one()
             waiting = session.execute(
                 select(func.count()).where(
                     inbox.c.status.in_(NEEDS_A_PERSON), inbox.c.received_at < cutoff
@@ -476,6 +486,7 @@ class _Run:
         )
         self.report.kept["needs_a_person"] = int(waiting)
         self.report.kept["open_exception"] = len(self.case_kept)
+        self.report.kept["unread"] = int(unread_old)
         self.report.kept["day_not_reconciled"] = max(
             int(raw_final) - len(self.case_kept) - released, 0
         )

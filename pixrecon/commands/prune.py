@@ -29,6 +29,8 @@ KEPT_WORDS = {
     "needs_a_person": "pending, failed or unsupported (they need a person)",
     "day_not_reconciled": "of a day whose latest run is not reconciled, or has no run",
     "open_exception": "named by an open or acknowledged exception",
+    "unread": "listed by the provider but unreadable: their days were not read whole (never "
+    "pruned; a read that reads them clears them)",
 }
 
 
@@ -55,7 +57,8 @@ def prune_command(
     Never deleted: reconciled results (Pix received, refunds, movements, statement lines,
     charges), runs, verdicts, exception cases and operator actions; inbox items still
     pending, failed or unsupported; items of a business day whose latest run is not
-    `reconciled` (or that has no run); items an open or acknowledged exception names.
+    `reconciled` (or that has no run); items an open or acknowledged exception names;
+    items a provider's listing sent that could not be read (until a read reads them).
     Those are kept whole, and released by a later prune once that changes. Works in
     short transactions, so the receiver keeps taking deliveries, and can be interrupted
     and run again. Every prune, dry runs too, is recorded with who, when and how many.
@@ -105,7 +108,7 @@ def prune_command(
         console.print(table)
     kept = {reason: n for reason, n in report.kept.items() if n}
     if kept:
-        table = human_table("old inbox items kept whole", "n")
+        table = human_table("old items kept whole", "n")
         for reason, n in kept.items():
             table.add_row(KEPT_WORDS.get(reason, reason), count(n))
         console.print(table)

@@ -27,11 +27,13 @@ from reconcile.models import (
     QuarantinedDelivery,
     ReconciliationRun,
     Source,
+    UnreadItem,
     WebhookDelivery,
 )
 from reconcile.processing import process_items
 from reconcile.retention import PRUNED_PAYLOAD, mask_column, prune
-from reconcile.timeutil import BUSINESS_TZ, utcnow
+from reconcile.timeutil import BUSINESS_TZ, business_day_bounds, utcnow
+from reconcile.unread import Skipped, remember, unread_on
 from tests.factories import e2e_id, pix
 
 RETENTION_DAYS = 90
@@ -277,7 +279,12 @@ def test_old_items_of_reconciled_days_go_and_everything_needed_stays(engine: Eng
     assert report.tables()["pix_received"] == {"deleted": 0, "raw_removed": 0, "masked": 1}
     assert report.tables()["quarantined_delivery"]["deleted"] == 1
     assert report.deleted["inbox_ref"] == 2
-    assert report.kept == {"needs_a_person": 3, "open_exception": 1, "day_not_reconciled": 3}
+    assert report.kept == {
+        "needs_a_person": 3,
+        "open_exception": 1,
+        "day_not_reconciled": 3,
+        "unread": 0,
+    }
     assert report.total == 2 + 2 + 1 + 1 + 1 + 1
     with session_scope(engine) as session:
         (action,) = session.execute(select(OperatorAction)).scalars()
@@ -316,7 +323,12 @@ def test_a_second_prune_is_a_no_op(engine: Engine) -> None:
     again = prune(engine, now=world.now, retention_days=RETENTION_DAYS, actor="job:prune")
     assert again.total == 0
     assert snapshot(engine) == after_first
-    assert again.kept == {"needs_a_person": 3, "open_exception": 1, "day_not_reconciled": 3}
+    assert again.kept == {
+        "needs_a_person": 3,
+        "open_exception": 1,
+        "day_not_reconciled": 3,
+        "unread": 0,
+    }
 
 
 def test_released_later_when_the_day_is_reconciled_and_the_case_resolved(engine: Engine) -> None:
@@ -333,7 +345,12 @@ def test_released_later_when_the_day_is_reconciled_and_the_case_resolved(engine:
         assert found is not None, name
         assert found.payload == PRUNED_PAYLOAD, name
         assert _pix_row(engine, world.e2e[name]).payer_document == "*********09"
-    assert later.kept == {"needs_a_person": 3, "open_exception": 0, "day_not_reconciled": 1}
+    assert later.kept == {
+        "needs_a_person": 3,
+        "open_exception": 0,
+        "day_not_reconciled": 1,
+        "unread": 0,
+    }
 
 
 def test_a_day_re_run_with_breaks_is_kept(engine: Engine) -> None:
@@ -351,3 +368,32 @@ def test_bad_arguments_are_refused(engine: Engine) -> None:
         prune(engine, now=utcnow(), retention_days=0, actor="cli:x")
     with pytest.raises(ValueError, match="at least one row"):
         prune(engine, now=utcnow(), retention_days=1, actor="cli:x", batch=0)
+
+
+def test_an_item_a_listing_could_not_read_is_kept_past_the_period_and_counted(
+    engine: Engine,
+) -> None:
+    """What it left out is in no total: pruned, its day judged again would say
+    ``reconciled`` of a day nobody read whole. So it stays, however old, and the prune
+    says how many such old items there are; a read that reads them clears them."""
+    now = utcnow()
+    old_day = (now - timedelta(days=RETENTION_DAYS + 30)).astimezone(BUSINESS_TZ).date()
+    recent_day = (now - timedelta(days=3)).astimezone(BUSINESS_TZ).date()
+    for day in (old_day, recent_day):
+        remember(
+            engine,
+            "statement",
+            _noon(day) - timedelta(hours=1),
+            _noon(day) + timedelta(hours=1),
+            [Skipped("line-unreadable", "amount: not a number", None)],
+        )
+    _run(engine, old_day, "reconciled")
+
+    report = prune(engine, now=now, retention_days=RETENTION_DAYS, actor="job:prune")
+
+    assert report.kept["unread"] == 1
+    assert _count(engine, UnreadItem) == 2
+    with session_scope(engine) as session:
+        start, end = business_day_bounds(old_day)
+        (because,) = unread_on(session, old_day, start, end, end)
+    assert "line-unreadable" in because
