@@ -24,7 +24,6 @@ from starlette.templating import Jinja2Templates
 
 from dashboard.passwords import PasswordHash, fingerprint
 from dashboard.queries import Reports
-from reconcile.actions import notified_only
 from reconcile.db import read_scope, session_scope
 from reconcile.formats import br_date, brl, duration, sp_time
 from reconcile.masking import mask_text
@@ -72,8 +71,6 @@ def make_templates() -> Jinja2Templates:
         percent=_known(_percent),
         mask=_mask,
     )
-    # An ``actual`` amount only a notification stated is labelled so, as on the command line.
-    templates.env.globals["notified_only"] = notified_only
     return templates
 
 

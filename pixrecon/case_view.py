@@ -12,12 +12,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from pixrecon.report import (
-    NOTIFIED_LABEL,
     WholeAmounts,
     human_table,
     med_deadline_line,
 )
-from reconcile.actions import notified_only
 from reconcile.formats import br_date, brl, sp_time
 from reconcile.models import StatementEntry
 from reconcile.priorities import URGENT_PRIORITY
@@ -57,7 +55,6 @@ def shown_case(found: dict[str, Any], events: list[dict[str, Any]]) -> dict[str,
     case = found["case"]
     described = found["described"] or {}
     run = found["run"]
-    actual_label = NOTIFIED_LABEL if notified_only(case.subject, case.status) else "actual"
     return {
         "id": case.id,
         **described,
@@ -67,7 +64,6 @@ def shown_case(found: dict[str, Any], events: list[dict[str, Any]]) -> dict[str,
         "ref": case.ref,
         "status": case.status,
         "state": case.state,
-        "actual_label": actual_label,
         "med_deadline_passed": found["med_deadline_passed"],
         "run": {"id": run.id, "verdict": run.verdict} if run is not None else None,
         "raised_by_latest_run": found["verdict"] is not None,
@@ -119,7 +115,7 @@ def _facts(case: dict[str, Any], today: date) -> list[tuple[str, str]]:
         facts.append(("priority", f"{case['priority']}{urgent}"))
     facts += [
         ("expected", brl(case.get("expected_cents"))),
-        (case["actual_label"], brl(case.get("actual_cents"))),
+        ("actual", brl(case.get("actual_cents"))),
         ("why", escape(case.get("reason") or "")),
         ("what to do", f"[bold]{escape(case.get('action') or '')}[/]"),
     ]

@@ -16,7 +16,6 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from reconcile.actions import notified_only
 from reconcile.cases import iter_case_rows, med_deadline_passed
 from reconcile.db import session_scope
 from reconcile.formats import br_date, brl, count, sp_time
@@ -210,15 +209,6 @@ EXCEPTION_COLUMNS_WIDE = (
 )
 
 
-NOTIFIED_LABEL = "notified only"
-"""What an ``actual`` amount is called when only a notification stated it
-(``reconcile.actions.notified_only``): the provider stands behind none of it."""
-
-
-def _actual_label(case: dict[str, Any]) -> str:
-    return NOTIFIED_LABEL if notified_only(case["subject"], case["status"]) else "actual"
-
-
 def _cell(key: str, value: Any) -> str:
     if key.endswith("_cents"):
         return brl(value)
@@ -260,10 +250,7 @@ def exceptions_table(
             amounts=[h for h, key in EXCEPTION_COLUMNS_WIDE if key.endswith("_cents")],
         )
         for case in cases:
-            cells = {key: _cell(key, case.get(key)) for _, key in EXCEPTION_COLUMNS_WIDE}
-            if case["actual_cents"] is not None and notified_only(case["subject"], case["status"]):
-                cells["actual_cents"] += f" ({NOTIFIED_LABEL})"
-            table.add_row(*(cells[key] for _, key in EXCEPTION_COLUMNS_WIDE))
+            table.add_row(*(_cell(key, case.get(key)) for _, key in EXCEPTION_COLUMNS_WIDE))
         return table
     table = human_table("case", "exception", "amounts", title=title, amounts=("amounts",))
     if any(case.get("priority") == URGENT_PRIORITY for case in cases):
@@ -288,8 +275,7 @@ def exceptions_table(
         table.add_row(
             f"{case['case_id']}{urgent}\n{_age(case)}",
             WholeAmounts("\n".join(about)),
-            f"expected\n{brl(case['expected_cents'])}\n{_actual_label(case)}\n"
-            f"{brl(case['actual_cents'])}",
+            f"expected\n{brl(case['expected_cents'])}\nactual\n{brl(case['actual_cents'])}",
         )
     return table
 

@@ -20,22 +20,12 @@ def differs(status: str) -> str:
     return DIFFERS.get(status, "status")
 
 
-# Verdicts whose ``actual`` is only what a notification stated: a Pix, refund, credit or
-# payout return the provider's API does not stand behind, a payout (or the payout a return
-# belongs to) it does not know. No money moved by it, as far as anyone knows.
-NOTIFIED_ONLY = frozenset(
-    {
-        ("movement", "unconfirmed_webhook"),
-        ("movement", "unknown_to_provider"),
-        ("payout", "unknown_to_provider"),
-    }
-)
-
-
-def notified_only(subject: str, status: str) -> bool:
-    """Whether the verdict's ``actual`` amount is only what a notification stated, so that
-    people read it as "notified", never as money that moved."""
-    return (subject, status) in NOTIFIED_ONLY
+def notified_amount(expected: int | None, actual: int | None) -> int | None:
+    """The amount a notification the provider does not stand behind stated: its verdict's
+    ``expected`` (its ``actual`` is only what a statement line booked of it, NULL when
+    none did: reconcile.matching.verdicts). A verdict written before it was so carried it
+    in ``actual`` and nothing in ``expected``."""
+    return expected if expected is not None else actual
 
 
 # The ``ref`` of a payout return's verdict (``reconcile.matching.payouts``).
@@ -84,12 +74,16 @@ def _about_a_return(
             "to, and pay nobody again until you know"
         )
     if status == "unconfirmed_webhook":
-        return f"do not count this return of {brl(actual)}: the provider does not stand behind it"
+        return (
+            f"do not count this return of {brl(notified_amount(expected, actual))}: the "
+            "provider does not stand behind it"
+        )
     if status == "unknown_to_provider":
         # The API does not stand behind the payout it returns: nothing of it was credited
         # as far as anyone knows, so nothing was "not credited as notified".
         return (
-            f"do not count this return of {brl(actual)}: the provider does not stand behind "
+            f"do not count this return of {brl(notified_amount(expected, actual))}: the "
+            "provider does not stand behind "
             "the payout it returns; ask the provider whether it sent this notification, and "
             "find out who did if not"
         )
@@ -112,7 +106,8 @@ PAYOUT_NOT_CONFIRMED = "not confirmed by the provider within the grace period"
 def _about_a_payout(
     status: str, expected: int | None, actual: int | None, reason: str | None = None, ref: str = ""
 ) -> str:
-    # ``expected`` is what the statement debited, ``actual`` what was notified.
+    # ``expected`` is what the statement debited, ``actual`` what was notified; for a
+    # payout the provider does not know, ``expected`` is what was notified.
     said = reason or ""
     paid = actual if actual is not None else expected
     if status == "status_mismatch" and API_SAYS_PAID in said:
@@ -138,23 +133,25 @@ def _about_a_payout(
             f"ask the provider which payout the {brl(expected)} debited belongs to, and pay "
             "nobody again until you know"
         )
+    # What a payout the provider does not know was notified for.
+    notified = notified_amount(expected, actual)
     if status == "unknown_to_provider" and PAYOUT_UNASKABLE in said:
         # Nobody asked the provider: saying it does not know the payout would claim more
         # than is known.
         return (
-            f"do not count this payout of {brl(actual)} until the provider confirms it: the "
+            f"do not count this payout of {brl(notified)} until the provider confirms it: the "
             "notification gives no idempotencyKey or endToEndId to look it up by; ask the "
             f"provider about its id {ref or 'as notified'}, and who sent the notification"
         )
     if status == "unknown_to_provider" and PAYOUT_NOT_CONFIRMED in said:
         return (
-            f"do not count this payout of {brl(actual)} until the provider confirms it: its "
+            f"do not count this payout of {brl(notified)} until the provider confirms it: its "
             "API has not confirmed it within the grace period; ask the provider whether it "
             "made it"
         )
     if status == "unknown_to_provider":
         return (
-            f"do not count this payout of {brl(actual)}: the provider does not know it; find "
+            f"do not count this payout of {brl(notified)}: the provider does not know it; find "
             "out who sent the notification"
         )
     if status == "amount_mismatch":
@@ -351,7 +348,7 @@ def suggested_action(
     if subject == "movement":
         if status == "unconfirmed_webhook":
             # Only the notification names an amount; the API stands behind none.
-            notified = actual if actual is not None else expected
+            notified = notified_amount(expected, actual)
             if is_refund_ref(ref):
                 # A refund's rtrId: money said to have left, which nobody stands behind.
                 return (

@@ -86,4 +86,9 @@ def match_notified_credits(session: Session, ctx: RunContext) -> None:
         source=literal("webhook", String),
         inbox_item_id=m.c.inbox_item_id,
         statement_id=null().cast(BigInteger),
+        # A credit the provider does not stand behind: what was notified, and nothing
+        # moved by the notification itself (its Pix, if any, is judged with the Pix
+        # received, by its statement line).
+        notified=m.c.amount_cents,
+        booked=null().cast(BigInteger),
     )

@@ -261,6 +261,10 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
         # Booked money the provider does not stand behind, as notified: the payer's bank may
         # claim it back (a refund or a MED) within the refund window.
         refundable=RETURNABLE,
+        # A Pix the API does not stand behind: what was notified, and what the statement
+        # booked of it.
+        notified=p.c.amount_cents,
+        booked=s.c.cents,
     )
 
 
@@ -554,4 +558,8 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         where=or_(r.c.ref.is_not(None), s.c.booked < ctx.end),
         carried=carried(r.c.ref, s.c.booked, ctx, booked_late),
         webhooks=webhooks,
+        # A refund the API does not stand behind: what was notified, and what the
+        # statement debited of it.
+        notified=r.c.amount_cents,
+        booked=s.c.cents,
     )

@@ -650,6 +650,10 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
         statement_id=s.c.sid,
         where=or_(m.c.key.is_not(None), s.c.booked < ctx.end),
         carried=carried(m.c.key, s.c.booked, ctx, booked_late),
+        # A payout the provider does not know: what was notified, and what the statement
+        # debited of it.
+        notified=m.c.amount_cents,
+        booked=s.c.cents,
     )
 
 
@@ -786,4 +790,8 @@ def match_payout_returns(session: Session, ctx: RunContext) -> None:
         statement_id=s.c.sid,
         where=or_(x.c.ref.is_not(None), s.c.booked < ctx.end),
         carried=carried(x.c.ref, s.c.booked, ctx, booked_late),
+        # A return the provider does not stand behind: what was notified, and what the
+        # statement credited of it.
+        notified=x.c.amount_cents,
+        booked=s.c.cents,
     )

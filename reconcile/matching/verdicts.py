@@ -90,6 +90,12 @@ def refund_priority(ctx: RunContext, deadline: date) -> int:
 # The status whose money may go back only as far as more arrived than was notified.
 OVER_AMOUNT = "amount_mismatch"
 
+# The exceptions whose money only a notification stated: a movement the provider's API does
+# not stand behind, a payout it does not know. The notified amount is then what was
+# expected, and ``actual`` only what a statement line booked of it (NULL when none did), so
+# that a sum of ``actual`` is money that moved (docs/exports.md).
+NOTIFIED_ONLY = frozenset({"unconfirmed_webhook", "unknown_to_provider"})
+
 
 def insert_verdicts(
     session: Session,
@@ -112,6 +118,8 @@ def insert_verdicts(
     webhooks: ColumnElement[int] | None = None,
     refundable: Collection[str] = (),
     urgent: ColumnElement[bool] | None = None,
+    notified: ColumnElement[int] | None = None,
+    booked: ColumnElement[int] | None = None,
 ) -> None:
     """First verdict that holds wins; otherwise ``default_status``. ``where`` keeps the
     rows that belong to the day; ``carried`` says ``in``/``out`` for a movement matched
@@ -121,7 +129,10 @@ def insert_verdicts(
     status is ``refundable`` and whose money the statement booked may have to be returned:
     it carries the last day it can be (``ctx.refund_by``), written with the row rather than
     updated afterwards, which on a bad day rewrote tens of thousands of rows. An exception
-    for which ``urgent`` holds comes first (priority 1) whatever its status."""
+    for which ``urgent`` holds comes first (priority 1) whatever its status. An exception
+    whose status is one of ``NOTIFIED_ONLY`` carries ``notified`` (what the notification
+    stated) as its expected amount and ``booked`` (what a statement line booked of it, NULL
+    when none did) as its actual one, in place of ``expected`` and ``actual``."""
     # The first rule that holds is found once per row, as a number, below the sort; the
     # status, flag, reason and priority are then read from that number. Written as four
     # CASEs over the rules, PostgreSQL would test every rule four times for every
@@ -145,6 +156,14 @@ def insert_verdicts(
             cast(webhooks if webhooks is not None else null(), Integer).label("webhooks"),
             # Only the matchers that pass it pay for the column (not the Pix received's).
             *([cast(urgent, Boolean).label("urgent")] if urgent is not None else []),
+            *(
+                [
+                    cast(notified, BigInteger).label("notified"),
+                    cast(booked, BigInteger).label("booked"),
+                ]
+                if notified is not None and booked is not None
+                else []
+            ),
         )
         .select_from(joined)
         # Rows arrive in key order, so the unique index on (run_id, subject, ref) grows at
@@ -181,6 +200,17 @@ def insert_verdicts(
         refund_by = case((to_return, literal(ctx.refund_by, Date)), else_=refund_by)
         urgency = literal(refund_priority(ctx, ctx.refund_by), Integer)
         priority = case((to_return, urgency), else_=priority)
+    expected_cents: ColumnElement[int] = row.c.expected
+    actual_cents: ColumnElement[int] = row.c.actual
+    only_notified = [
+        n for n, (_, name, flag, _) in enumerate(verdicts) if flag and name in NOTIFIED_ONLY
+    ]
+    if notified is not None and booked is not None and only_notified:
+        # Decided by the rule that held, not by restating its condition: an earlier rule
+        # may have taken the row.
+        stated = row.c.verdict.in_(only_notified)
+        expected_cents = case((stated, row.c.notified), else_=row.c.expected)
+        actual_cents = case((stated, row.c.booked), else_=row.c.actual)
     if urgent is not None:
         priority = case(
             (and_(exception, row.c.urgent), literal(URGENT_PRIORITY, Integer)), else_=priority
@@ -196,8 +226,8 @@ def insert_verdicts(
         by_verdict(
             [literal(text, String) for _, _, _, text in verdicts], literal(otherwise, String)
         ),
-        row.c.expected,
-        row.c.actual,
+        expected_cents,
+        actual_cents,
         row.c.source,
         row.c.inbox_item_id,
         row.c.statement_id,

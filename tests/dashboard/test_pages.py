@@ -93,7 +93,7 @@ def _case_shows_what_decided_it_masked(client: Any, engine: Engine, report: dict
     assert page.status_code == 200
     assert "decided the verdict" in page.text
     assert "/webhooks/qrcode" in page.text  # the delivery that brought it
-    assert brl(forged["actual_cents"]) in page.text
+    assert brl(forged["expected_cents"]) in page.text
     with session_scope(engine) as session:
         payload = session.execute(
             select(col(InboxItem.payload)).where(col(InboxItem.key) == f"pix:{forged['ref']}")

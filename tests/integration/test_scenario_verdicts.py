@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine
 
+from reconcile.actions import REPEAT_REF, is_refund_ref
 from reconcile.formats import brl
 from reconcile.models import ReconciliationItem
 from reconcile.nightly import NightlyResult
@@ -59,6 +60,32 @@ def _bridge_explains_the_day(result: NightlyResult) -> dict[str, dict[str, Any]]
     return {row["category"]: row for row in bridge["categories"]}
 
 
+def _actual_is_what_the_statement_moved(
+    verdicts: Verdicts, rows: dict[str, dict[str, Any]]
+) -> None:
+    """A sum of ``actual`` is money that moved: over the day's movements in (Pix received,
+    payout returns and credits notified), out (refunds) and its payouts, what the
+    statement booked in each, less what it booked for an earlier day and plus what it
+    booked the next day (carried)."""
+
+    def booked(*categories: str) -> int:
+        return sum(
+            rows[c]["statement_cents"] - rows[c]["carried_in_cents"] + rows[c]["carried_out_cents"]
+            for c in categories
+        )
+
+    def moved(subject: str, out: bool) -> int:
+        return sum(
+            row.actual_cents or 0
+            for (s, ref), row in verdicts.items()
+            if s == subject and not ref.startswith(REPEAT_REF) and is_refund_ref(ref) == out
+        )
+
+    assert moved("movement", out=False) == booked("pix_received", "payout_returns")
+    assert moved("movement", out=True) == booked("refunds_sent")
+    assert moved("payout", out=False) == booked("payouts")
+
+
 EXIT_CODES = {"reconciled": 0, "breaks": 1}
 
 
@@ -84,6 +111,7 @@ def test_a_day_with_provider_fees_is_reconciled_fees_and_all(engine: Engine) -> 
         result = _judged(day)
         rows = _bridge_explains_the_day(result)
         assert rows["fees"]["statement_cents"] == day.outcome.totals.fees_cents > 0
+        _actual_is_what_the_statement_moved(verdicts_of(engine, result), rows)
         for category in ("pix_received", "refunds_sent", "payouts"):
             assert rows[category]["difference_cents"] == 0
         assert result.report["balance"]["closing_cents"] == day.outcome.closing_balance_cents
@@ -160,6 +188,8 @@ def test_forged_notifications_never_count_and_stop_nothing(engine: Engine) -> No
         totals = result.report["totals"]
         assert totals["debits"]["api"] == totals["debits"]["statement"] == 70_000
         assert totals["credits"]["api"] == totals["credits"]["statement"] == 15_000
+        # Nothing forged moved: no sum of ``actual`` counts it.
+        _actual_is_what_the_statement_moved(verdicts, _bridge_explains_the_day(result))
         _day_ends(day, result, "breaks")
 
 

@@ -85,10 +85,12 @@ def test_a_credit_notified_by_the_accounts_api_counts_only_as_the_provider_state
     verdicts = verdicts_of(engine, day)
     assert ("movement", "credit:rcv-real") not in verdicts
     forged = verdicts[("movement", "credit:rcv-forged")]
-    assert (forged.status, forged.exception, forged.actual_cents) == (
+    # Only notified: what it stated is expected, and nothing moved by it.
+    assert (forged.status, forged.exception, forged.expected_cents, forged.actual_cents) == (
         "unconfirmed_webhook",
         True,
         7_700,
+        None,
     )
     inflated = verdicts[("movement", "credit:rcv-inflated")]
     assert (inflated.status, inflated.expected_cents, inflated.actual_cents) == (
