@@ -235,7 +235,9 @@ def _match_received(session: Session, ctx: RunContext, keys: KeyRange) -> None:
             (p.c.confirmation == Confirmation.AMOUNT_MISMATCH.value, p.c.confirmed_amount_cents),
             else_=func.coalesce(s.c.cents, p.c.confirmed_amount_cents),
         ),
-        actual=p.c.amount_cents,
+        # What moved: as notified; a line nobody notified, as booked (one of an earlier
+        # day's Pix, carried in, is that day's money).
+        actual=case((and_(p.c.e2e.is_(None), ~booked_late), s.c.cents), else_=p.c.amount_cents),
         source=source_of(webhooks, polls),
         inbox_item_id=func.coalesce(p.c.inbox_item_id, lost(inbox.c.id)),
         statement_id=s.c.sid,
@@ -548,6 +550,8 @@ def match_refunds(session: Session, ctx: RunContext) -> None:
         # A refund the API says was not made moved nothing, whatever was notified: a sum of
         # ``actual`` is money that moved (what a line booked of it, if one did).
         actual=case(
+            # A debit nobody notified moved as booked (an earlier day's refund's, not here).
+            (and_(r.c.ref.is_(None), ~booked_late), s.c.cents),
             (refused, literal(0, BigInteger)),
             (api_denies, func.coalesce(s.c.cents, literal(0, BigInteger))),
             else_=r.c.amount_cents,

@@ -637,6 +637,8 @@ def match_payouts(session: Session, ctx: RunContext) -> None:
             else_=s.c.cents,
         ),
         actual=case(
+            # A debit nobody notified moved as booked (an earlier day's payout's, not here).
+            (and_(m.c.key.is_(None), ~booked_late), s.c.cents),
             (not_paid, literal(0, BigInteger)),
             # A rejection seldom states an amount: then the payout's own.
             (flagged, func.coalesce(m.c.disputed_cents, m.c.amount_cents)),
@@ -784,7 +786,12 @@ def match_payout_returns(session: Session, ctx: RunContext) -> None:
         "a payout return, notified and credited",
         # Contradicted: what the API states, against what was notified.
         expected=case((contradicted, x.c.api_cents), else_=s.c.cents),
-        actual=case((contradicted, notified), else_=x.c.amount_cents),
+        actual=case(
+            # A credit nobody notified moved as booked (an earlier day's return's, not here).
+            (and_(x.c.ref.is_(None), ~booked_late), s.c.cents),
+            (contradicted, notified),
+            else_=x.c.amount_cents,
+        ),
         source=source_of(webhooks, polls),
         inbox_item_id=x.c.inbox_item_id,
         statement_id=s.c.sid,

@@ -202,6 +202,7 @@ def test_a_pix_booked_after_midnight_is_matched_across_the_two_days(engine: Engi
         assert (row.status, row.exception, row.carried) == ("matched", False, "out")
         rows = _bridge_explains_the_day(result)
         assert rows["pix_received"]["carried_out_cents"] == 7_000
+        _actual_is_what_the_statement_moved(verdicts, rows)
         assert rows["pix_received"]["difference_cents"] == 0
         _day_ends(day, result, "reconciled")
         following = day.reconcile(day=day.day + timedelta(days=1))
@@ -292,4 +293,5 @@ def test_a_whole_business_day_breaks_only_where_the_ground_truth_says(engine: En
         )
         assert by_status["underpaid"]["action"].startswith("ask the payer for the missing R$ ")
         assert result.report["balance"]["closing_cents"] == outcome.closing_balance_cents
+        _actual_is_what_the_statement_moved(verdicts, _bridge_explains_the_day(result))
         _day_ends(day, result, "breaks")

@@ -1,6 +1,7 @@
 """An exception's amounts and its action name each source's figure the right way round:
-``actual`` is what was notified, ``expected`` what the provider's API or statement stands
-behind, and the action a person reads says which is which. On SQLite and PostgreSQL."""
+where they disagree, ``actual`` is what was notified and ``expected`` what the provider's
+API or statement stands behind (a line nobody notified: what it booked, in both), and the
+action a person reads says which is which. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def test_pix_whose_sources_disagree_name_each_amount(engine: Engine) -> None:
     assert _shown(cases[unnotified]) == (
         "missing_webhook",
         4_000,
-        None,
+        4_000,
         "a payment of R$ 40,00 nobody notified: match it to an order, or refund it before "
         "08/06/2026",
     )

@@ -1,8 +1,9 @@
 """Money only a notification stated is no money that moved: a Pix, refund, credit or payout
 return the provider's API does not stand behind, and a payout it does not know, carry the
 notified amount in ``expected`` and in ``actual`` only what a statement line booked of
-them (nothing when none did), so that a sum of ``actual`` is money that moved. Their
-actions still say how much was notified. On SQLite and PostgreSQL."""
+them (nothing when none did), so that a sum of ``actual`` is money that moved; a line
+nobody notified moved as booked. Their actions still say how much. On SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -152,3 +153,34 @@ def test_what_only_a_notification_stated_is_expected_never_actual(engine: Engine
     assert "R$ 5.000,00" in actions["po-forged"]
     assert "R$ 30,00" in actions["no-key-at-all"]
     assert "R$ 25,00" in actions["po-returned"]
+
+
+def test_a_line_nobody_notified_is_money_that_moved(engine: Engine) -> None:
+    """A Pix received, a refund, a payout and a payout return the statement booked that no
+    notification or poll told of: each moved as booked, so ``actual`` says so."""
+    book = DayBook(engine, PAST)
+    pix = e2e_id()
+    book.line("PIX_RECEIVED", 4_000, "09:00", credit=True, endToEndId=pix)
+    book.line("PIX_REFUND_SENT", 1_200, "10:00", credit=False, endToEndId=FORGED_RTR)
+    book.line("PIX_PAYMENT", 30_000, "11:00", credit=False, idempotencyKey="po-unknown")
+    book.line("PIX_PAYMENT_REFUND", 2_500, "12:00", credit=True, endToEndId=RETURN_E2E)
+
+    result = reconcile_day(engine, PAST, now=AFTER)
+
+    verdicts = verdicts_of(engine, result)
+    found = {
+        key: (row.status, row.expected_cents, row.actual_cents)
+        for key, row in verdicts.items()
+        if key[0] in ("movement", "payout")
+    }
+    assert found == {
+        ("movement", pix): ("missing_webhook", 4_000, 4_000),
+        ("movement", FORGED_RTR): ("missing_webhook", 1_200, 1_200),
+        ("payout", "po-unknown"): ("missing_webhook", 30_000, 30_000),
+        ("movement", f"return:{RETURN_E2E}"): ("missing_webhook", 2_500, 2_500),
+    }
+    with session_scope(engine) as session:
+        actions = {row["ref"]: row["action"] for row in case_rows(session, day=PAST)}
+    assert "R$ 40,00" in actions[pix]
+    assert "R$ 12,00" in actions[FORGED_RTR]
+    assert "R$ 300,00" in actions["po-unknown"]
