@@ -180,12 +180,7 @@ def list_cases(
             cases.outerjoin(newest, newest.c.business_date == cases.c.business_date)
             .outerjoin(
                 items,
-                and_(
-                    items.c.run_id == newest.c.run_id,
-                    items.c.subject == cases.c.subject,
-                    items.c.ref == cases.c.ref,
-                    items.c.status == cases.c.status,
-                ),
+                _its_verdict(items, cases, newest),
             )
             .outerjoin(first_run, first_run.c.id == cases.c.first_seen_run_id)
         )
@@ -195,6 +190,16 @@ def list_cases(
         .offset((max(query.page, 1) - 1) * page_size)
     )
     return [dict(row._mapping) for row in session.execute(stmt)], int(total)
+
+
+def _its_verdict(items: Any, cases: Any, newest: Any) -> ColumnElement[bool]:
+    """A case's verdict in the newest run of its day: the same subject, ref and status."""
+    return and_(
+        items.c.run_id == newest.c.run_id,
+        items.c.subject == cases.c.subject,
+        items.c.ref == cases.c.ref,
+        items.c.status == cases.c.status,
+    )
 
 
 def urgent_med_cases(session: Session, day: date, today: date) -> set[str]:
@@ -209,12 +214,7 @@ def urgent_med_cases(session: Session, day: date, today: date) -> set[str]:
         .select_from(
             cases.join(newest, newest.c.business_date == cases.c.business_date).join(
                 items,
-                and_(
-                    items.c.run_id == newest.c.run_id,
-                    items.c.subject == cases.c.subject,
-                    items.c.ref == cases.c.ref,
-                    items.c.status == cases.c.status,
-                ),
+                _its_verdict(items, cases, newest),
             )
         )
         .where(
