@@ -5,6 +5,7 @@ what decided it and its history."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from datetime import timedelta
 from pathlib import Path
@@ -70,8 +71,12 @@ def test_show_gives_a_case_in_full_as_text_and_json(tmp_path: Path, sqlite_templ
     assert [item["kind"] for item in decided] == ["accounts.infraction"]
     assert [(e["action"], e["note"]) for e in case["history"]] == [("acknowledge", "answering")]
 
-    text = run_pixrecon("exceptions", "show", med, env=env, cwd=tmp_path)
+    text = run_pixrecon("exceptions", "show", med, env={**env, "COLUMNS": "80"}, cwd=tmp_path)
     assert text.returncode == 0, text.stderr
+    # At 80 columns a notification's key is on one line, whole, as a person searches it.
+    keys = [line for line in text.stdout.splitlines() if "accounts:INFRACTION:" in line]
+    assert keys
+    assert all(re.search(r"accounts:INFRACTION:\S+:\S+", line) for line in keys), keys
     words = " ".join(text.stdout.split())
     for said in (
         f"Case {ids['med']}",
