@@ -14,11 +14,12 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 
 from receiver.problems import Problem
-from reconcile.payloads.text import may_hold_surrogates, mend_surrogates
-
-# Deeply nested JSON is an attack on the parser, not a notification.
-MAX_JSON_DEPTH = 32
-
+from reconcile.payloads.text import (
+    MAX_JSON_DEPTH,
+    json_depth,
+    may_hold_surrogates,
+    mend_surrogates,
+)
 
 # The slug of a delivery whose sender left before its body arrived: nothing to keep.
 CLIENT_GONE = "client-disconnected"
@@ -132,21 +133,6 @@ def _inflate(body: bytes, encoding: str, max_bytes: int) -> bytes:
     if not inflater.eof:
         raise Problem(400, "malformed-json", f"the body is not valid {encoding}: it is cut short")
     return decoded
-
-
-def _depth(value: Any, limit: int) -> int:
-    depth = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, level = stack.pop()
-        depth = max(depth, level)
-        if depth > limit:
-            return depth
-        if isinstance(node, dict):
-            stack.extend((child, level + 1) for child in node.values())
-        elif isinstance(node, list):
-            stack.extend((child, level + 1) for child in node)
-    return depth
 
 
 def _not_json(media_type: str, detail: str) -> Problem:
@@ -444,7 +430,7 @@ def parse_json(request: Request, body: bytes, flags: list[str]) -> Any:
     # Each level but the innermost opens with a bracket: a text with few cannot be deep,
     # and counting them is a fraction of walking the document.
     shallow = text.count("{") + text.count("[") < MAX_JSON_DEPTH
-    if not shallow and _depth(document, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+    if not shallow and json_depth(document, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise Problem(400, "malformed-json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     # Before any model or key sees it: the raw body keeps the text as it came.
     return mend_surrogates(document) if may_hold_surrogates(text) else document

@@ -80,21 +80,25 @@ def mended_warnings(payload: Any) -> list[ItemWarning]:
     return [ItemWarning(pointer(path), SURROGATE_REPLACED) for path in _mended_at(payload, [])]
 
 
-# As deep as a body may nest: a text inside one is no licence to nest deeper.
-HELD_MAX_DEPTH = 32
+# Deeply nested JSON is an attack on the parser, not a notification; a text inside a body
+# is no licence to nest deeper.
+MAX_JSON_DEPTH = 32
 
 
-def _within(value: Any, limit: int) -> bool:
+def json_depth(value: Any, limit: int) -> int:
+    """How deep ``value`` nests, counted no further than one level past ``limit``."""
+    depth = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, level = stack.pop()
-        if level > limit:
-            return False
+        depth = max(depth, level)
+        if depth > limit:
+            return depth
         if isinstance(node, dict):
             stack.extend((child, level + 1) for child in node.values())
         elif isinstance(node, list):
             stack.extend((child, level + 1) for child in node)
-    return True
+    return depth
 
 
 def held_json(text: str) -> dict[str, Any] | list[Any] | None:
@@ -107,7 +111,9 @@ def held_json(text: str) -> dict[str, Any] | list[Any] | None:
         document = json.loads(text, parse_float=Decimal, parse_constant=str)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(document, dict | list) or not _within(document, HELD_MAX_DEPTH):
+    if not isinstance(document, dict | list):
+        return None
+    if json_depth(document, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         return None
     held: dict[str, Any] | list[Any] = (
         mend_surrogates(document) if may_hold_surrogates(text) else document
